@@ -1,0 +1,1 @@
+"""gpubot: Slack chat-ops for a shared, scale-from-zero GPU node pool on Kubernetes."""

@@ -1,0 +1,72 @@
+"""The `gpubot` command: the one module allowed to start both the product and the embedded defaults."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from sim import seed
+from sim.cluster import world
+
+DEFAULT_KUBECONFIG = Path.home() / ".gpubot" / "sim" / "kubeconfig"
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpubot", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sim_cmd = sub.add_parser("sim", help="run the embedded GPU cluster that scales from zero")
+    sim_cmd.add_argument("--listen", type=parse_listen, default=("127.0.0.1", 6443), metavar="HOST:PORT")
+    sim_cmd.add_argument("--speed", type=float, default=1.0,
+                         help="simulated seconds per real second (60: a minute a second; 0: manual clock)")
+    sim_cmd.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG)
+    sim_cmd.add_argument("--no-gpu-pool", action="store_true", help="leave the GPU pool to be created via GKE API")
+    sim_cmd.add_argument("--state-dir", type=Path, default=None, help="keep the cluster across restarts here")
+    demo = sub.add_parser("demo", help="play the seed scenario on the embedded cluster and narrate it")
+    demo.add_argument("--speed", type=float, default=60.0)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "sim":
+        return asyncio.run(run_sim(args))
+    if args.command == "demo":
+        return seed.run_demo(speed=args.speed, out=sys.stdout)
+    return 2
+
+
+async def run_sim(args: argparse.Namespace) -> int:
+    host, port = args.listen
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print("gpubot sim serves loopback only; use 127.0.0.1", file=sys.stderr)
+        return 2
+    config = world.WorldConfig(host=host, port=port, speed=args.speed or None, gpu_pool=not args.no_gpu_pool,
+                               state_dir=args.state_dir)
+    cluster = world.World(config)
+    await cluster.start()
+    world.write_kubeconfig(args.kubeconfig, cluster.url)
+    print(seed.instructions(cluster.url, args.kubeconfig), flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    print("\nstopping the simulated cluster", flush=True)
+    await cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

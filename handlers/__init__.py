@@ -1,0 +1,1 @@
+"""Thin Slack listeners: parse, authorise, call the core, render."""

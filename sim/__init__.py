@@ -1,0 +1,1 @@
+"""Embedded defaults: a simulated GPU cluster and a Slack emulator, spoken to only over the wire."""

@@ -1,0 +1,566 @@
+"""The Kubernetes REST API over aiohttp: routing, list/watch, writes and their validation.
+
+Behaviour copies the real apiserver where clients can tell the difference: Status bodies, 410 on
+expired watches, strict decoding, Table output for kubectl, graceful pod deletion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from sim.cluster import (
+    admission,
+    discovery,
+    errors,
+    events,
+    messages,
+    patches,
+    resources,
+    schema,
+    selectors,
+    tables,
+    validation,
+)
+from sim.cluster.resources import Resource
+from sim.cluster.store import ADDED, DELETED, MODIFIED, Change, Obj, Store, rfc3339
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_WATCH_TIMEOUT = 1800.0
+"""Seconds; the apiserver's --min-request-timeout, after which it ends a watch that asked for none."""
+
+PATCH_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/json-patch+json": "json",
+    "application/strategic-merge-patch+json": "strategic",
+}
+
+
+Filter = Callable[[Obj], bool]
+
+
+@dataclass(frozen=True)
+class Target:
+    resource: Resource
+    namespace: str
+    name: str
+    subresource: str
+
+
+@dataclass
+class Options:
+    extended_resource_toleration: bool = True
+    """GKE enables the ExtendedResourceToleration admission plugin; EKS does not."""
+
+
+class ApiServer:
+    def __init__(self, store: Store, options: Options | None = None) -> None:
+        self.store = store
+        self.options = options or Options()
+
+    # -- wiring ----------------------------------------------------------------------------
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.get("/version", self.version),
+            web.get("/healthz", self.ok),
+            web.get("/livez", self.ok),
+            web.get("/readyz", self.ok),
+            web.get("/api", discovery.api_versions),
+            web.get("/apis", discovery.api_groups),
+            web.get("/openapi/v3", discovery.openapi_index),
+            web.get("/openapi/v3/{path:.*}", discovery.openapi_document),
+            web.route("*", "/api/v1", discovery.resource_list),
+            web.route("*", "/api/{tail:.+}", self.dispatch),
+            web.route("*", "/apis/{tail:.+}", self.dispatch),
+        ]
+
+    async def version(self, request: web.Request) -> web.Response:
+        return web.json_response(discovery.VERSION)
+
+    async def ok(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._dispatch(request)
+        except errors.ApiError as err:
+            return web.json_response(err.status(), status=err.code, headers=err.headers)
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        parts = [p for p in request.path.split("/") if p]
+        if parts[0] == "apis" and len(parts) == 3:
+            return discovery.group_resource_list(parts[1], parts[2])
+        if parts[0] == "apis" and len(parts) == 2:
+            return discovery.group(parts[1])
+        target = parse_target(parts)
+        method = request.method
+        is_collection = not target.name
+        if method == "GET" and is_collection:
+            if request.query.get("watch") in ("1", "true"):
+                return await self.watch(request, target)
+            return self.list(request, target)
+        if method == "GET":
+            return self.respond(request, target.resource, self.read(target))
+        if method == "POST" and target.subresource == "binding":
+            return self.bind(target, await body_json(request))
+        if method == "POST" and is_collection:
+            return self.create(request, target, await body_json(request))
+        if method == "PUT" and not is_collection:
+            return self.put(request, target, await body_json(request))
+        if method == "PATCH" and not is_collection:
+            return await self.patch(request, target)
+        if method == "DELETE" and is_collection:
+            return self.delete_collection(request, target)
+        if method == "DELETE":
+            return self.delete(request, target, await body_json(request, optional=True))
+        raise errors.method_not_allowed()
+
+    # -- reads -----------------------------------------------------------------------------
+    def read(self, target: Target) -> Obj:
+        obj = self.store.get(target.resource.key, target.namespace, target.name)
+        if obj is None:
+            raise errors.not_found(ref(target))
+        return obj
+
+    def list(self, request: web.Request, target: Target) -> web.Response:
+        res = target.resource
+        matches = make_filter(res, request)
+        objs = [o for o in self.store.items(res.key, target.namespace) if matches(o)]
+        rv = str(self.store.resource_version)
+        objs, token = paginate(objs, request.query)
+        if wants_table(request):
+            body = tables.table(
+                res.plural, objs, now=self.store.clock.datetime(), resource_version=rv,
+                include_object=request.query.get("includeObject", "Metadata"), continue_token=token,
+            )
+            return web.json_response(body)
+        meta: dict[str, Any] = {"resourceVersion": rv}
+        if token:
+            meta["continue"] = token
+        body = {
+            "kind": res.list_kind,
+            "apiVersion": res.api_version,
+            "metadata": meta,
+            "items": [present(res, o) for o in objs],
+        }
+        return web.json_response(body)
+
+    async def watch(self, request: web.Request, target: Target) -> web.StreamResponse:
+        res = target.resource
+        matches = make_filter(res, request)
+        since = request.query.get("resourceVersion", "")
+        table = wants_table(request)
+        timeout = float(request.query.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT)
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        # Snapshot and subscription happen in one synchronous step, so no change falls between them.
+        try:
+            backlog = self._backlog(target, since, matches)
+        except errors.ApiError as err:
+            await write_event(response, {"type": "ERROR", "object": err.status()})
+            return response
+        watcher = self.store.watch(res.key, target.namespace)
+        timer = self.store.clock.call_later(timeout, lambda: watcher.queue.put_nowait(None))
+        try:
+            for kind, obj in backlog:
+                await write_event(response, self._event(request, res, kind, obj, table))
+            while True:
+                change = await watcher.queue.get()
+                if change is None:
+                    break
+                kind = visible_type(change, matches)
+                if kind:
+                    await write_event(response, self._event(request, res, kind, change.obj, table))
+            if request.query.get("allowWatchBookmarks") in ("1", "true"):
+                bookmark = {"kind": res.kind, "apiVersion": res.api_version,
+                            "metadata": {"resourceVersion": str(self.store.resource_version)}}
+                await write_event(response, {"type": "BOOKMARK", "object": bookmark})
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            timer.cancel()
+            self.store.unwatch(watcher)
+        return response
+
+    def _backlog(self, target: Target, since: str, matches: Filter) -> list[tuple[str, Obj]]:
+        res = target.resource
+        if since in ("", "0"):
+            return [(ADDED, o) for o in self.store.items(res.key, target.namespace) if matches(o)]
+        try:
+            rv = int(since)
+        except ValueError:
+            raise errors.bad_request(f'invalid resource version "{since}"') from None
+        out = []
+        for change in self.store.changes_after(rv):
+            ns = change.obj["metadata"].get("namespace", "")
+            if change.resource != res.key or (target.namespace and ns != target.namespace):
+                continue
+            kind = visible_type(change, matches)
+            if kind:
+                out.append((kind, change.obj))
+        return out
+
+    def _event(self, request: web.Request, res: Resource, kind: str, obj: Obj, table: bool) -> dict[str, Any]:
+        shown = present(res, obj)
+        if table:
+            shown = tables.table(
+                res.plural, [obj], now=self.store.clock.datetime(),
+                resource_version=obj["metadata"]["resourceVersion"],
+                include_object=request.query.get("includeObject", "Metadata"),
+            )
+        return {"type": kind, "object": shown}
+
+    def respond(self, request: web.Request, res: Resource, obj: Obj, status: int = 200,
+                warnings: list[str] | None = None) -> web.Response:
+        headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
+        if wants_table(request):
+            body = tables.table(res.plural, [obj], now=self.store.clock.datetime(),
+                                resource_version=obj["metadata"]["resourceVersion"])
+            return web.json_response(body, status=status, headers=headers)
+        return web.json_response(present(res, obj), status=status, headers=headers)
+
+    # -- writes ----------------------------------------------------------------------------
+    def create(self, request: web.Request, target: Target, body: Any) -> web.Response:
+        res = target.resource
+        if res.plural == "namespaces" and target.namespace:
+            raise errors.method_not_allowed()
+        obj, warnings = self.decode(request, res, body, verb="create")
+        meta = obj.setdefault("metadata", {})
+        if res.namespaced:
+            if meta.get("namespace") and meta["namespace"] != target.namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            meta["namespace"] = target.namespace
+            if self.store.get("namespaces", "", target.namespace) is None:
+                raise errors.not_found(errors.ResourceRef("", "namespaces", "Namespace", target.namespace))
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
+        for server_owned in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"):
+            meta.pop(server_owned, None)
+        self.admit(res, obj)
+        self.validate(res, obj, None)
+        if self.store.get(res.key, meta.get("namespace", ""), meta.get("name", "")) is not None:
+            raise errors.already_exists(errors.ResourceRef(res.group, res.plural, res.kind, meta["name"]))
+        stored = self.store.create(res.key, obj)
+        return self.respond(request, res, stored, status=201, warnings=warnings)
+
+    def put(self, request: web.Request, target: Target, body: Any) -> web.Response:
+        res = target.resource
+        current = self.read(target)
+        obj, warnings = self.decode(request, res, body, verb="update")
+        meta = obj.setdefault("metadata", {})
+        if meta.get("name") and meta["name"] != target.name:
+            raise errors.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({target.name})"
+            )
+        meta["name"] = target.name
+        if res.namespaced:
+            meta["namespace"] = target.namespace
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
+            raise errors.conflict(ref(target))
+        updated = self.split_subresource(target, current, obj)
+        return self.respond(request, res, self.commit_update(res, current, updated), warnings=warnings)
+
+    async def patch(self, request: web.Request, target: Target) -> web.Response:
+        res = target.resource
+        content_type = request.content_type
+        kind = PATCH_TYPES.get(content_type)
+        if kind is None:
+            raise errors.unsupported_media(content_type)
+        patch = await body_json(request)
+        current = self.read(target)
+        try:
+            if kind == "merge":
+                patched = patches.merge_patch(current, patch)
+            elif kind == "json":
+                patched = patches.json_patch(current, patch)
+            else:
+                patched = patches.strategic_merge_patch(current, patch)
+        except patches.PatchError as err:
+            raise errors.ApiError(err.code, "BadRequest" if err.code == 400 else "Invalid", err.message) from None
+        obj, warnings = self.decode(request, res, patched, verb="patch")
+        for fixed in ("name", "namespace", "uid", "creationTimestamp"):
+            if fixed in current["metadata"]:
+                obj["metadata"][fixed] = current["metadata"][fixed]
+        rv = obj["metadata"].get("resourceVersion")
+        if rv and rv != current["metadata"]["resourceVersion"]:
+            raise errors.conflict(ref(target))
+        updated = self.split_subresource(target, current, obj)
+        return self.respond(request, res, self.commit_update(res, current, updated), warnings=warnings)
+
+    def commit_update(self, res: Resource, current: Obj, updated: Obj) -> Obj:
+        if updated == current:
+            return current
+        self.validate(res, updated, current)
+        return self.store.replace(res.key, updated)
+
+    def split_subresource(self, target: Target, current: Obj, obj: Obj) -> Obj:
+        """`/status` writes change only status; main writes keep the stored status."""
+        if target.subresource == "status":
+            merged = copy.deepcopy(current)
+            merged["status"] = obj.get("status", {})
+            return merged
+        if target.subresource:
+            raise errors.method_not_allowed()
+        if "status" in current:
+            obj["status"] = copy.deepcopy(current["status"])
+        obj["metadata"].setdefault("deletionTimestamp", None)
+        if obj["metadata"]["deletionTimestamp"] is None:
+            obj["metadata"].pop("deletionTimestamp")
+            if current["metadata"].get("deletionTimestamp"):
+                obj["metadata"]["deletionTimestamp"] = current["metadata"]["deletionTimestamp"]
+        return obj
+
+    def bind(self, target: Target, body: Any) -> web.Response:
+        pod = self.read(target)
+        node = ((body or {}).get("target") or {}).get("name", "")
+        if pod["spec"].get("nodeName"):
+            raise errors.conflict(ref(target))
+        self.bind_pod(pod, node)
+        return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                  "code": 201}, status=201)
+
+    def bind_pod(self, pod: Obj, node: str) -> Obj:
+        """Binding sets nodeName and PodScheduled=True, as the binding REST storage does."""
+        pod = copy.deepcopy(pod)
+        pod["spec"]["nodeName"] = node
+        conditions = [c for c in pod["status"].get("conditions", []) if c.get("type") != "PodScheduled"]
+        conditions.insert(0, {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                              "lastTransitionTime": rfc3339(self.store.clock)})
+        pod["status"]["conditions"] = conditions
+        return self.store.replace("pods", pod)
+
+    def delete(self, request: web.Request, target: Target, body: Any) -> web.Response:
+        res = target.resource
+        current = self.read(target)
+        options = body if isinstance(body, dict) else {}
+        uid_precondition = (options.get("preconditions") or {}).get("uid")
+        if uid_precondition and uid_precondition != current["metadata"]["uid"]:
+            raise errors.conflict(ref(target))
+        grace = request.query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
+        result = self.delete_object(res, current, None if grace is None else int(grace))
+        if res.plural in ("pods", "nodes", "namespaces"):
+            return self.respond(request, res, result)
+        return web.json_response(success_status(res, current))
+
+    def delete_object(self, res: Resource, current: Obj, grace: int | None) -> Obj:
+        meta = current["metadata"]
+        ns, name = meta.get("namespace", ""), meta["name"]
+        if res.plural == "pods":
+            if grace is None:
+                grace = int(current["spec"].get("terminationGracePeriodSeconds", 30))
+            if current["spec"].get("nodeName") and grace > 0 and current["status"].get("phase") not in (
+                "Succeeded", "Failed"):
+                return self.mark_deleting(res, current, grace)
+        if res.plural == "namespaces":
+            for other in resources.ALL:
+                if other.namespaced and other.key == other.plural:
+                    for obj in self.store.items(other.key, name):
+                        self.store.remove(other.key, name, obj["metadata"]["name"])
+        if meta.get("finalizers"):
+            return self.mark_deleting(res, current, 0)
+        return self.store.remove(res.key, ns, name)
+
+    def mark_deleting(self, res: Resource, current: Obj, grace: int) -> Obj:
+        if current["metadata"].get("deletionTimestamp"):
+            return current
+        current = copy.deepcopy(current)
+        clock = self.store.clock
+        current["metadata"]["deletionTimestamp"] = rfc3339(clock, clock.now() + grace)
+        current["metadata"]["deletionGracePeriodSeconds"] = grace
+        return self.store.replace(res.key, current)
+
+    def delete_collection(self, request: web.Request, target: Target) -> web.Response:
+        res = target.resource
+        matches = make_filter(res, request)
+        grace = request.query.get("gracePeriodSeconds")
+        deleted = []
+        for obj in self.store.items(res.key, target.namespace):
+            if matches(obj):
+                deleted.append(self.delete_object(res, obj, None if grace is None else int(grace)))
+        body = {"kind": res.list_kind, "apiVersion": res.api_version,
+                "metadata": {"resourceVersion": str(self.store.resource_version)},
+                "items": [present(res, o) for o in deleted]}
+        return web.json_response(body)
+
+    # -- decoding, admission, validation ---------------------------------------------------
+    def decode(self, request: web.Request, res: Resource, body: Any, *, verb: str) -> tuple[Obj, list[str]]:
+        if not isinstance(body, dict):
+            raise errors.bad_request(f"the body of the request was in an unknown format: {type(body).__name__}")
+        kind, api_version = body.get("kind"), body.get("apiVersion")
+        if verb != "patch" and (kind, api_version) != (res.kind, res.api_version):
+            if kind and api_version:
+                raise errors.bad_request(
+                    f"the API version in the data ({api_version}) does not match the expected API version "
+                    f"({res.api_version})" if api_version != res.api_version else
+                    f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
+        problems = schema.type_errors(res.model, body)
+        if problems:
+            raise errors.bad_request(schema_message(res, verb, problems[0]))
+        unknown = schema.unknown_fields(res.model, body)
+        warnings: list[str] = []
+        mode = request.query.get("fieldValidation", "Warn")
+        if unknown and mode == "Strict":
+            raise errors.bad_request(schema_message(res, verb, messages.strict_unknown_fields(unknown)))
+        if unknown:
+            body = schema.drop_unknown_fields(res.model, body)
+            if mode != "Ignore":
+                warnings = [f'unknown field "{p}"' for p in unknown]
+        obj = schema.normalize(res.model, copy.deepcopy(body))
+        if res.group == "events.k8s.io":
+            obj = events.from_events_v1(obj)
+        obj["kind"], obj["apiVersion"] = ("Event", "v1") if res.key == "events" else (res.kind, res.api_version)
+        return obj, warnings
+
+    def admit(self, res: Resource, obj: Obj) -> None:
+        if res.plural == "pods":
+            admission.default_pod(obj, extended_resource_toleration=self.options.extended_resource_toleration)
+        elif res.plural == "nodes":
+            admission.default_node(obj)
+        elif res.plural == "namespaces":
+            admission.default_namespace(obj)
+
+    def validate(self, res: Resource, obj: Obj, old: Obj | None) -> None:
+        name = obj.get("metadata", {}).get("name", "")
+        causes = validation.validate(res.plural if res.key != "events" else "events", obj, old=old)
+        if causes:
+            raise errors.invalid(res.kind, name, causes, group=res.group)
+        model = "CoreV1Event" if res.key == "events" else res.model
+        failure = schema.check_client_model(model, obj)
+        if failure:
+            raise errors.invalid(res.kind, name, [errors.Cause("FieldValueInvalid", "", failure)], group=res.group)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def parse_target(parts: list[str]) -> Target:
+    """`/api/v1[/namespaces/NS]/PLURAL[/NAME[/SUB]]` and the `/apis/G/V/...` equivalent."""
+    if parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    else:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    namespace = ""
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest:
+        raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+    res = resources.lookup(group, version, rest[0])
+    if res is None or (namespace and not res.namespaced):
+        raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+    name = rest[1] if len(rest) > 1 else ""
+    sub = rest[2] if len(rest) > 2 else ""
+    if sub and sub not in res.subresources:
+        raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+    return Target(res, namespace, name, sub)
+
+
+def ref(target: Target) -> errors.ResourceRef:
+    res = target.resource
+    return errors.ResourceRef(res.group, res.plural, res.kind, target.name)
+
+
+def present(res: Resource, obj: Obj) -> Obj:
+    if res.group == "events.k8s.io":
+        return events.to_events_v1(obj)
+    return obj
+
+
+def make_filter(res: Resource, request: web.Request) -> Filter:
+    try:
+        labels = selectors.parse_label_selector(request.query.get("labelSelector", ""))
+        fields = selectors.parse_field_selector(request.query.get("fieldSelector", ""))
+        if res.group == "events.k8s.io":
+            fields = selectors.events_v1_to_core(fields)
+        else:
+            selectors.check_supported(res.plural, fields)
+    except selectors.SelectorError as err:
+        raise errors.bad_request(str(err)) from None
+
+    def matches(obj: Obj) -> bool:
+        return bool(labels.matches(obj["metadata"].get("labels") or {}) and fields.matches(obj))
+
+    return matches
+
+
+def visible_type(change: Change, matches: Filter) -> str:
+    """What a filtered watch sees: objects entering or leaving the selection appear ADDED or DELETED."""
+    now_in = change.type != DELETED and matches(change.obj)
+    was_in = change.old is not None and matches(change.old)
+    if change.type == DELETED:
+        return DELETED if was_in or matches(change.obj) else ""
+    if now_in and was_in:
+        return MODIFIED
+    if now_in:
+        return ADDED
+    return DELETED if was_in else ""
+
+
+def paginate(objs: list[Obj], query: Any) -> tuple[list[Obj], str]:
+    start = 0
+    token = query.get("continue", "")
+    if token:
+        try:
+            start = int(base64.urlsafe_b64decode(token.encode()).decode())
+        except ValueError:
+            raise errors.bad_request("continue key is not valid") from None
+    limit = int(query.get("limit") or 0)
+    if limit <= 0:
+        return objs[start:], ""
+    page = objs[start:start + limit]
+    more = start + limit < len(objs)
+    return page, base64.urlsafe_b64encode(str(start + limit).encode()).decode() if more else ""
+
+
+def wants_table(request: web.Request) -> bool:
+    accept = request.headers.get("Accept", "")
+    first = accept.split(",")[0]
+    return "as=Table" in first
+
+
+async def body_json(request: web.Request, *, optional: bool = False) -> Any:
+    raw = await request.read()
+    if not raw:
+        if optional:
+            return None
+        raise errors.bad_request("the body of the request is empty")
+    try:
+        if "yaml" in request.content_type:
+            return yaml.safe_load(raw)
+        return json.loads(raw)
+    except (ValueError, yaml.YAMLError) as err:
+        raise errors.bad_request(f"the body of the request could not be decoded: {err}") from None
+
+
+async def write_event(response: web.StreamResponse, event: dict[str, Any]) -> None:
+    await response.write(json.dumps(event, separators=(",", ":")).encode() + b"\n")
+
+
+def schema_message(res: Resource, verb: str, detail: str) -> str:
+    if verb == "patch":
+        return detail
+    return messages.cannot_handle(res.kind, res.version, detail)
+
+
+def success_status(res: Resource, obj: Obj) -> dict[str, Any]:
+    details: dict[str, Any] = {"name": obj["metadata"]["name"], "kind": res.plural,
+                               "uid": obj["metadata"].get("uid", "")}
+    if res.group:
+        details["group"] = res.group
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}

@@ -1,0 +1,57 @@
+"""Timings of the simulated world, in simulated seconds, defaulting to what real clusters do.
+
+Each default names its source; the reference notes in docs/sim.md list them together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Timings:
+    scan_interval: float = 10.0
+    """Cluster Autoscaler --scan-interval."""
+    gpu_pod_buffer: float = 30.0
+    """CA unschedulablePodWithGpuTimeBuffer: a GPU pod must be this old before it triggers a scale-up."""
+    pod_buffer: float = 2.0
+    """CA unschedulablePodTimeBuffer for pods without GPUs."""
+    provision_delay: float = 90.0
+    """From a larger target size to the node registering NotReady (a GKE VM boot)."""
+    node_ready_delay: float = 30.0
+    """Registration to Ready: kubelet, CNI and the cloud node controller initialising."""
+    gpu_plugin_delay: float = 120.0
+    """Ready to `nvidia.com/gpu` allocatable: driver install plus the device plugin registering."""
+    scale_down_unneeded: float = 600.0
+    """CA --scale-down-unneeded-time."""
+    scale_down_delay_after_add: float = 600.0
+    """CA --scale-down-delay-after-add."""
+    max_node_provision_time: float = 900.0
+    """CA --max-node-provision-time: after this an unregistered node counts as a failed scale-up."""
+    backoff_initial: float = 300.0
+    """CA node-group backoff after a failed scale-up, doubling each time."""
+    backoff_max: float = 1800.0
+    """"it may wait up to 30 minutes before next attempt" (CA FAQ)."""
+    event_dedupe_window: float = 300.0
+    """CA dedups similar events inside 5 minutes unless --record-duplicated-events."""
+    scheduler_retry: float = 60.0
+    """How often unschedulable pods are retried without a cluster event (upstream flushes within 5 min)."""
+    pull_small: float = 2.0
+    pull_medium: float = 15.0
+    pull_large: float = 90.0
+    """Image pull times by size class; CUDA and framework images are the large class."""
+    sigterm_exit: float = 1.0
+    """How long an ordinary process takes to exit on SIGTERM; `sleep` as PID 1 ignores it."""
+    crash_backoff_initial: float = 10.0
+    crash_backoff_max: float = 300.0
+    """kubelet's container restart back-off: 10 s doubling to 5 min."""
+
+
+@dataclass
+class Faults:
+    """Failure injection per pool name: what a real cloud does on a bad day."""
+
+    stockout: set[str] = field(default_factory=set)
+    """Scale-ups fail at once: GCE out of resources (FailedScaleUp on GKE, backoff)."""
+    never_register: set[str] = field(default_factory=set)
+    """Instances start but never register: ScaleUpTimedOut after max_node_provision_time."""

@@ -1,0 +1,136 @@
+"""Discovery and the OpenAPI v3 stub: just enough for kubectl to find resources and trust the server.
+
+kubectl sends `fieldValidation=Strict` only when the OpenAPI v3 document lists that parameter on
+each kind's PATCH operation; without it `create`/`apply` fall back to downloading OpenAPI v2 and fail.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from sim.cluster import resources
+from sim.cluster.resources import Resource
+
+VERSION = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.4-gke.1000",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.23.8",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+
+def _resource_entries(res: Resource) -> list[dict[str, Any]]:
+    main: dict[str, Any] = {
+        "name": res.plural,
+        "singularName": res.singular,
+        "namespaced": res.namespaced,
+        "kind": res.kind,
+        "verbs": resources.VERBS if res.plural != "namespaces" else [
+            v for v in resources.VERBS if v != "deletecollection"],
+    }
+    if res.short_names:
+        main["shortNames"] = list(res.short_names)
+    out = [main]
+    for sub in res.subresources:
+        kind = "Binding" if sub == "binding" else res.kind
+        verbs = ["create"] if sub == "binding" else ["get", "patch", "update"]
+        out.append({"name": f"{res.plural}/{sub}", "singularName": "", "namespaced": res.namespaced,
+                    "kind": kind, "verbs": verbs})
+    return out
+
+
+def _resource_list_body(group_version: str) -> dict[str, Any]:
+    entries = [e for r in resources.group_versions()[group_version] for e in _resource_entries(r)]
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": entries}
+
+
+def _groups() -> list[str]:
+    return sorted({r.group for r in resources.ALL if r.group})
+
+
+def _group_body(group: str) -> dict[str, Any]:
+    versions = sorted({r.version for r in resources.ALL if r.group == group})
+    entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": entries,
+            "preferredVersion": entries[0]}
+
+
+async def api_versions(request: web.Request) -> web.Response:
+    return web.json_response({"kind": "APIVersions", "versions": ["v1"],
+                              "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                                                              "serverAddress": request.host}]})
+
+
+async def api_groups(request: web.Request) -> web.Response:
+    groups = []
+    for name in _groups():
+        body = _group_body(name)
+        del body["kind"], body["apiVersion"]
+        groups.append(body)
+    return web.json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+
+
+async def resource_list(request: web.Request) -> web.Response:
+    return web.json_response(_resource_list_body("v1"))
+
+
+def group_resource_list(group: str, version: str) -> web.Response:
+    gv = f"{group}/{version}"
+    if gv not in resources.group_versions():
+        return _not_found()
+    return web.json_response(_resource_list_body(gv))
+
+
+def group(name: str) -> web.Response:
+    if name not in _groups():
+        return _not_found()
+    return web.json_response(_group_body(name))
+
+
+def _not_found() -> web.Response:
+    return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                              "message": "the server could not find the requested resource",
+                              "reason": "NotFound", "details": {}, "code": 404}, status=404)
+
+
+def _openapi_key(group_version: str) -> str:
+    return "api/v1" if group_version == "v1" else f"apis/{group_version}"
+
+
+async def openapi_index(request: web.Request) -> web.Response:
+    paths = {_openapi_key(gv): {"serverRelativeURL": f"/openapi/v3/{_openapi_key(gv)}?hash=0"}
+             for gv in resources.group_versions()}
+    return web.json_response({"paths": paths})
+
+
+async def openapi_document(request: web.Request) -> web.Response:
+    key = request.match_info["path"]
+    for gv, served in resources.group_versions().items():
+        if _openapi_key(gv) == key:
+            return web.json_response(_openapi_doc(gv, served))
+    return _not_found()
+
+
+def _openapi_doc(group_version: str, served: list[Resource]) -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for res in served:
+        prefix = "/api/v1" if not res.group else f"/apis/{group_version}"
+        scope = "/namespaces/{namespace}" if res.namespaced else ""
+        gvk = {"group": res.group, "version": res.version, "kind": res.kind}
+        operation = {
+            "operationId": f"patch{res.kind}",
+            "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}],
+            "x-kubernetes-action": "patch",
+            "x-kubernetes-group-version-kind": gvk,
+            "responses": {"200": {"description": "OK"}},
+        }
+        paths[f"{prefix}{scope}/{res.plural}/{{name}}"] = {"patch": operation}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": VERSION["gitVersion"]},
+            "paths": paths, "components": {"schemas": {}}}

@@ -1,0 +1,398 @@
+"""The simulated kubelets: pull, create, start, run and stop containers on the clock.
+
+What a container does is read from its command, deterministically:
+- `sleep N` (also inside `sh -c "..."`) runs N seconds and exits 0; `exit N`, `false` and `true` exit at once;
+  anything else runs until deleted.
+- An image whose reference contains `notfound` fails to pull: ErrImagePull, then ImagePullBackOff.
+- Pull time follows the image's size class: CUDA and ML framework images are large.
+- A container whose command is `sleep` leaves its GPU idle; any other command keeps it busy.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim.cluster import events, messages
+from sim.cluster.config import Timings
+from sim.cluster.store import Change, Obj, Store, rfc3339
+
+logger = logging.getLogger(__name__)
+
+LARGE_IMAGE_HINTS = ("cuda", "pytorch", "tensorflow", "nvcr.io", "jax", "triton", "vllm")
+SMALL_IMAGE_HINTS = ("busybox", "alpine", "pause", "hello-world", "debian", "ubuntu")
+IMAGE_SIZES = {"small": 4_300_000, "medium": 180_000_000, "large": 3_900_000_000}
+FAILING_IMAGE_MARK = "notfound"
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What a container will do once started."""
+
+    runs_for: float | None
+    """Seconds until exit; None runs until the pod is deleted."""
+    exit_code: int = 0
+    ignores_sigterm: bool = False
+    uses_gpu: bool = True
+
+
+def behaviour(container: Obj) -> Behaviour:
+    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash") and argv[1] == "-c":
+        return _script_behaviour(argv[2])
+    return _argv_behaviour(argv)
+
+
+def _argv_behaviour(argv: list[str]) -> Behaviour:
+    if not argv:
+        return Behaviour(None)
+    program = argv[0].rsplit("/", 1)[-1]
+    if program == "sleep":
+        seconds = _seconds(argv[1] if len(argv) > 1 else "")
+        return Behaviour(seconds, ignores_sigterm=True, uses_gpu=False)
+    if program in ("true", "false"):
+        return Behaviour(0.0, 0 if program == "true" else 1)
+    if program == "exit" and len(argv) > 1 and argv[1].isdigit():
+        return Behaviour(0.0, int(argv[1]))
+    return Behaviour(None)
+
+
+def _script_behaviour(script: str) -> Behaviour:
+    total, exit_code, idle = 0.0, 0, True
+    for statement in re.split(r"[;&\n]+", script):
+        try:
+            argv = shlex.split(statement)
+        except ValueError:
+            argv = statement.split()
+        if not argv:
+            continue
+        step = _argv_behaviour(argv)
+        if step.runs_for is None:
+            return Behaviour(None, uses_gpu=True)
+        total += step.runs_for
+        exit_code = step.exit_code
+        idle = idle and not step.uses_gpu
+        if argv[0] == "exit":
+            break
+    return Behaviour(total, exit_code, uses_gpu=not idle)
+
+
+def _seconds(text: str) -> float | None:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd]?)", text)
+    if not match:
+        return None if text in ("infinity", "inf") else 0.0
+    scale = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+    return float(match.group(1)) * scale
+
+
+def size_class(image: str) -> str:
+    lowered = image.lower()
+    if any(h in lowered for h in LARGE_IMAGE_HINTS):
+        return "large"
+    if any(h in lowered for h in SMALL_IMAGE_HINTS):
+        return "small"
+    return "medium"
+
+
+@dataclass
+class PodRun:
+    """The kubelet's private state for one pod it is running."""
+
+    uid: str
+    node: str
+    container_started: dict[str, float] = field(default_factory=dict)
+    pull_failures: int = 0
+    restarts: int = 0
+    stopping: bool = False
+    timers: list[Any] = field(default_factory=list)
+
+
+class Kubelets:
+    """One kubelet per node, folded into one controller since they share the clock and the store."""
+
+    def __init__(self, store: Store, recorder: events.Recorder, timings: Timings) -> None:
+        self.store, self.recorder, self.timings = store, recorder, timings
+        self.clock = store.clock
+        self.runs: dict[str, PodRun] = {}
+        self.images: dict[str, set[str]] = {}
+        self._next_ip = 2
+        store.subscribe(self._on_change)
+
+    def gpu_busy(self, pod: Obj) -> bool | None:
+        """Whether the pod's GPU is in use right now; None when it is not running."""
+        if pod.get("status", {}).get("phase") != "Running":
+            return None
+        return any(behaviour(c).uses_gpu for c in pod["spec"].get("containers", []))
+
+    # -- reacting ----------------------------------------------------------------------------
+    def _on_change(self, change: Change) -> None:
+        if change.resource != "pods":
+            return
+        pod = change.obj
+        uid = pod["metadata"]["uid"]
+        if change.type == "DELETED":
+            run = self.runs.pop(uid, None)
+            if run:
+                for timer in run.timers:
+                    timer.cancel()
+            return
+        node = pod["spec"].get("nodeName")
+        if not node:
+            return
+        if uid not in self.runs and not pod["metadata"].get("deletionTimestamp"):
+            if pod["status"].get("phase") in ("Succeeded", "Failed"):
+                return
+            run = PodRun(uid, node)
+            self.runs[uid] = run
+            self._later(run, 0.0, lambda: self._start_pod(pod))
+        elif pod["metadata"].get("deletionTimestamp"):
+            run = self.runs.get(uid) or PodRun(uid, node)
+            self.runs[uid] = run
+            if not run.stopping:
+                run.stopping = True
+                self._later(run, 0.0, lambda: self._stop_pod(pod), keep=False)
+
+    def _later(self, run: PodRun, delay: float, step: Any, *, keep: bool = True) -> None:
+        timer = self.clock.call_later(delay, step)
+        if keep:
+            run.timers.append(timer)
+
+    def _current(self, pod: Obj) -> Obj | None:
+        current = self.store.get("pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
+        if current is None or current["metadata"]["uid"] != pod["metadata"]["uid"]:
+            return None
+        return current
+
+    # -- start-up ----------------------------------------------------------------------------
+    def _start_pod(self, pod: Obj) -> None:
+        pod = self._current(pod) or {}
+        if not pod or pod["metadata"].get("deletionTimestamp"):
+            return
+        self._next_ip += 1
+        ip = f"10.8.{self._next_ip // 250}.{self._next_ip % 250 + 2}"
+        node = pod["spec"]["nodeName"]
+        host_ip = self._host_ip(node)
+        now = rfc3339(self.clock)
+
+        def init(p: Obj) -> None:
+            status = p["status"]
+            status.update(hostIP=host_ip, hostIPs=[{"ip": host_ip}], podIP=ip, podIPs=[{"ip": ip}], startTime=now)
+            names = [c["name"] for c in p["spec"]["containers"]]
+            status["conditions"] = [c for c in status.get("conditions", []) if c["type"] == "PodScheduled"] + [
+                _cond("PodReadyToStartContainers", "True", now),
+                _cond("Initialized", "True", now),
+                _cond("Ready", "False", now, "ContainersNotReady", messages.containers_not_ready(names)),
+                _cond("ContainersReady", "False", now, "ContainersNotReady", messages.containers_not_ready(names)),
+            ]
+            status["containerStatuses"] = [_waiting(c, "ContainerCreating") for c in p["spec"]["containers"]]
+
+        pod = self.store.mutate("pods", pod["metadata"]["namespace"], pod["metadata"]["name"], init) or pod
+        self._pull(pod)
+
+    def _host_ip(self, node_name: str) -> str:
+        node = self.store.get("nodes", "", node_name) or {}
+        for address in node.get("status", {}).get("addresses", []):
+            if address.get("type") == "InternalIP":
+                return str(address["address"])
+        return "10.128.0.1"
+
+    def _pull(self, pod: Obj) -> None:
+        run = self.runs.get(pod["metadata"]["uid"])
+        if run is None:
+            return
+        container = pod["spec"]["containers"][0]
+        image, node = container["image"], run.node
+        present = image in self.images.get(node, set())
+        if present and container.get("imagePullPolicy") != "Always":
+            self._event(pod, "Normal", "Pulled", messages.already_present(image))
+            self._later(run, 0.5, lambda: self._create_and_start(pod))
+            return
+        self._event(pod, "Normal", "Pulling", messages.pulling(image))
+        klass = size_class(image)
+        took = {"small": self.timings.pull_small, "medium": self.timings.pull_medium,
+                "large": self.timings.pull_large}[klass]
+        if FAILING_IMAGE_MARK in image.lower():
+            self._later(run, min(took, 3.0), lambda: self._pull_failed(pod))
+            return
+
+        def pulled() -> None:
+            self.images.setdefault(node, set()).add(image)
+            self._event(pod, "Normal", "Pulled", messages.pulled(image, took, IMAGE_SIZES[klass]))
+            self._create_and_start(pod)
+
+        self._later(run, took, pulled)
+
+    def _pull_failed(self, pod: Obj) -> None:
+        run = self.runs.get(pod["metadata"]["uid"])
+        current = self._current(pod)
+        if run is None or current is None or current["metadata"].get("deletionTimestamp"):
+            return
+        image = current["spec"]["containers"][0]["image"]
+        run.pull_failures += 1
+        self._event(current, "Warning", "Failed", messages.pull_failed(image, messages.pull_not_found_detail(image)))
+        self._event(current, "Warning", "Failed", messages.ERR_IMAGE_PULL)
+        self._set_waiting(current, "ErrImagePull", f"failed to pull image {image!r}")
+        backoff = min(self.timings.crash_backoff_initial * 2 ** (run.pull_failures - 1), self.timings.crash_backoff_max)
+
+        def back_off() -> None:
+            now_pod = self._current(pod)
+            if now_pod is None:
+                return
+            self._event(now_pod, "Normal", "BackOff", messages.back_off_pulling(image))
+            self._event(now_pod, "Warning", "Failed", messages.IMAGE_PULL_BACKOFF)
+            self._set_waiting(now_pod, "ImagePullBackOff", messages.back_off_pulling(image))
+            self._later(run, backoff, lambda: self._pull(now_pod))
+
+        self._later(run, 1.0, back_off)
+
+    def _set_waiting(self, pod: Obj, reason: str, message: str) -> None:
+        def waiting(p: Obj) -> None:
+            for status in p["status"].get("containerStatuses", []):
+                status["state"] = {"waiting": {"reason": reason, "message": message}}
+
+        self.store.mutate("pods", pod["metadata"]["namespace"], pod["metadata"]["name"], waiting)
+
+    def _create_and_start(self, pod: Obj) -> None:
+        run = self.runs.get(pod["metadata"]["uid"])
+        current = self._current(pod)
+        if run is None or current is None or current["metadata"].get("deletionTimestamp"):
+            return
+        for container in current["spec"]["containers"]:
+            self._event(current, "Normal", "Created", messages.created_container(container["name"]))
+            self._event(current, "Normal", "Started", messages.started_container(container["name"]))
+        now = rfc3339(self.clock)
+
+        def running(p: Obj) -> None:
+            p["status"]["phase"] = "Running"
+            for c in p["status"]["conditions"]:
+                if c["type"] in ("Ready", "ContainersReady"):
+                    c.update(status="True", lastTransitionTime=now)
+                    c.pop("reason", None)
+                    c.pop("message", None)
+            p["status"]["containerStatuses"] = [
+                _running(c, now, run.restarts, s) for c, s in zip(
+                    p["spec"]["containers"], p["status"].get("containerStatuses", []), strict=False)
+            ]
+
+        current = self.store.mutate("pods", current["metadata"]["namespace"], current["metadata"]["name"], running)
+        if current is None:
+            return
+        first = behaviour(current["spec"]["containers"][0])
+        if first.runs_for is not None:
+            self._later(run, first.runs_for, lambda: self._exited(current, first.exit_code))
+
+    # -- exits and restarts ------------------------------------------------------------------
+    def _exited(self, pod: Obj, exit_code: int) -> None:
+        run = self.runs.get(pod["metadata"]["uid"])
+        current = self._current(pod)
+        if run is None or current is None or current["metadata"].get("deletionTimestamp"):
+            return
+        policy = current["spec"].get("restartPolicy", "Always")
+        restart = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+        now = rfc3339(self.clock)
+        terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+                      "startedAt": _started_at(current), "finishedAt": now}
+        if not restart:
+            self._finish(current, terminated)
+            return
+        run.restarts += 1
+        backoff = min(self.timings.crash_backoff_initial * 2 ** (run.restarts - 1), self.timings.crash_backoff_max)
+        name = current["spec"]["containers"][0]["name"]
+        meta = current["metadata"]
+
+        def crash_loop(p: Obj) -> None:
+            p["status"]["phase"] = "Running"
+            for c in p["status"]["conditions"]:
+                if c["type"] in ("Ready", "ContainersReady"):
+                    c.update(status="False", reason="ContainersNotReady",
+                             message=messages.containers_not_ready([name]), lastTransitionTime=now)
+            for status in p["status"]["containerStatuses"]:
+                status.update(ready=False, started=False, restartCount=run.restarts,
+                              lastState={"terminated": terminated},
+                              state={"waiting": {"reason": "CrashLoopBackOff", "message": f"back-off {messages.go_duration(backoff)} restarting failed container={name} pod={meta['name']}_{meta['namespace']}({meta['uid']})"}})
+
+        current = self.store.mutate("pods", meta["namespace"], meta["name"], crash_loop) or current
+        self._event(current, "Warning", "BackOff",
+                    messages.back_off_restarting(name, meta["name"], meta["namespace"], meta["uid"]))
+        self._later(run, backoff, lambda: self._create_and_start(current))
+
+    def _finish(self, pod: Obj, terminated: dict[str, Any]) -> None:
+        phase = "Succeeded" if terminated["exitCode"] == 0 else "Failed"
+        now = rfc3339(self.clock)
+
+        def finish(p: Obj) -> None:
+            p["status"]["phase"] = phase
+            for c in p["status"]["conditions"]:
+                if c["type"] in ("Ready", "ContainersReady", "PodReadyToStartContainers"):
+                    c.update(status="False", lastTransitionTime=now)
+                    if c["type"] != "PodReadyToStartContainers":
+                        c.update(reason="PodCompleted")
+            for status in p["status"]["containerStatuses"]:
+                status.update(ready=False, started=False, state={"terminated": terminated})
+
+        self.store.mutate("pods", pod["metadata"]["namespace"], pod["metadata"]["name"], finish)
+        self.runs.pop(pod["metadata"]["uid"], None)
+
+    # -- deletion ----------------------------------------------------------------------------
+    def _stop_pod(self, pod: Obj) -> None:
+        current = self._current(pod)
+        if current is None:
+            return
+        run = self.runs.get(current["metadata"]["uid"])
+        if run:
+            for timer in run.timers:
+                timer.cancel()
+            run.timers.clear()
+        grace = float(current["metadata"].get("deletionGracePeriodSeconds", 30))
+        was_running = current["status"].get("phase") == "Running"
+        slowest = 0.0
+        for container in current["spec"]["containers"]:
+            if was_running:
+                self._event(current, "Normal", "Killing", messages.stopping_container(container["name"]))
+                slowest = max(slowest, grace if behaviour(container).ignores_sigterm else self.timings.sigterm_exit)
+        self.clock.call_later(min(slowest, grace), lambda: self._remove(current))
+
+    def _remove(self, pod: Obj) -> None:
+        current = self._current(pod)
+        if current is not None:
+            self.store.remove("pods", current["metadata"]["namespace"], current["metadata"]["name"])
+
+    def _event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
+        node = pod["spec"].get("nodeName", "")
+        self.recorder.record(pod, type_, reason, message, component=messages.KUBELET, host=node)
+
+
+def _cond(type_: str, status: str, now: str, reason: str = "", message: str = "") -> Obj:
+    out: Obj = {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": now}
+    if reason:
+        out["reason"] = reason
+    if message:
+        out["message"] = message
+    return out
+
+
+def _waiting(container: Obj, reason: str) -> Obj:
+    return {"name": container["name"], "image": container["image"], "imageID": "", "ready": False,
+            "restartCount": 0, "started": False, "state": {"waiting": {"reason": reason}}, "lastState": {}}
+
+
+def _running(container: Obj, now: str, restarts: int, previous: Obj) -> Obj:
+    digest = "sha256:" + format(abs(hash(container["image"])), "x").rjust(64, "0")[:64]
+    return {"name": container["name"], "image": container["image"], "imageID": f"{container['image']}@{digest}",
+            "containerID": f"containerd://{digest[7:]}", "ready": True, "restartCount": restarts, "started": True,
+            "state": {"running": {"startedAt": now}}, "lastState": previous.get("lastState", {})}
+
+
+def _started_at(pod: Obj) -> str:
+    for status in pod["status"].get("containerStatuses", []):
+        started = status.get("state", {}).get("running", {}).get("startedAt")
+        if started:
+            return str(started)
+    return rfc3339_unknown()
+
+
+def rfc3339_unknown() -> str:
+    return "1970-01-01T00:00:00Z"

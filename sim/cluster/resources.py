@@ -1,0 +1,67 @@
+"""The resource types the API server serves, with what discovery and the client models need to know."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    singular: str
+    namespaced: bool
+    model: str
+    """Class name in `kubernetes.client.models`: the schema writes are decoded against."""
+    short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    store_key: str = ""
+    """Resources served under two groups (events) share one store key."""
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def api_version(self) -> str:
+        return self.group_version
+
+    @property
+    def key(self) -> str:
+        return self.store_key or self.plural
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+PODS = Resource("", "v1", "pods", "Pod", "pod", True, "V1Pod", ("po",), ("status", "binding"))
+NODES = Resource("", "v1", "nodes", "Node", "node", False, "V1Node", ("no",), ("status",))
+EVENTS = Resource("", "v1", "events", "Event", "event", True, "CoreV1Event", ("ev",))
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", "namespace", False, "V1Namespace", ("ns",), ("status",))
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", "configmap", True, "V1ConfigMap", ("cm",))
+EVENTS_V1 = Resource(
+    "events.k8s.io", "v1", "events", "Event", "event", True, "EventsV1Event", ("ev",), store_key="events"
+)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", "lease", True, "V1Lease")
+
+ALL = (PODS, NODES, EVENTS, NAMESPACES, CONFIGMAPS, EVENTS_V1, LEASES)
+
+
+def group_versions() -> dict[str, list[Resource]]:
+    """`v1` and `G/V` → the resources served there, in a stable order."""
+    out: dict[str, list[Resource]] = {}
+    for res in ALL:
+        out.setdefault(res.group_version, []).append(res)
+    return out
+
+
+def lookup(group: str, version: str, plural: str) -> Resource | None:
+    for res in ALL:
+        if (res.group, res.version, res.plural) == (group, version, plural):
+            return res
+    return None
