@@ -27,10 +27,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sim_cmd = sub.add_parser("sim", help="run the embedded GPU cluster that scales from zero")
     sim_cmd.add_argument("--listen", type=parse_listen, default=("127.0.0.1", 6443), metavar="HOST:PORT")
-    sim_cmd.add_argument("--speed", type=float, default=1.0,
-                         help="simulated seconds per real second (60: a minute a second; 0: manual clock)")
+    sim_cmd.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="simulated seconds per real second (60: a minute a second; 0: manual clock)",
+    )
     sim_cmd.add_argument("--kubeconfig", type=Path, default=DEFAULT_KUBECONFIG)
-    sim_cmd.add_argument("--no-gpu-pool", action="store_true", help="leave the GPU pool to be created via GKE API")
+    sim_cmd.add_argument(
+        "--no-gpu-pool", action="store_true", help="leave the GPU pool to be created via GKE API"
+    )
     sim_cmd.add_argument("--state-dir", type=Path, default=None, help="keep the cluster across restarts here")
     demo = sub.add_parser("demo", help="play the seed scenario on the embedded cluster and narrate it")
     demo.add_argument("--speed", type=float, default=60.0)
@@ -52,8 +58,13 @@ async def run_sim(args: argparse.Namespace) -> int:
     if host not in ("127.0.0.1", "localhost", "::1"):
         print("gpubot sim serves loopback only; use 127.0.0.1", file=sys.stderr)
         return 2
-    config = world.WorldConfig(host=host, port=port, speed=args.speed or None, gpu_pool=not args.no_gpu_pool,
-                               state_dir=args.state_dir)
+    config = world.WorldConfig(
+        host=host,
+        port=port,
+        speed=args.speed or None,
+        gpu_pool=not args.no_gpu_pool,
+        state_dir=args.state_dir,
+    )
     cluster = world.World(config)
     await cluster.start()
     world.write_kubeconfig(args.kubeconfig, cluster.url)

@@ -8,17 +8,18 @@ fast simulated time follows the wall clock, never what happens.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import datetime as dt
 import heapq
 import itertools
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 
 logger = logging.getLogger(__name__)
 
-EPOCH = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
+EPOCH = dt.datetime(2026, 1, 5, 9, 0, 0, tzinfo=dt.UTC)
 """Simulated time starts on a Monday morning, so schedules in the demo read naturally."""
 
 
@@ -53,13 +54,13 @@ class Clock:
     def now(self) -> float:
         return self._now
 
-    def datetime(self) -> datetime:
-        return EPOCH + timedelta(seconds=self._now)
+    def datetime(self) -> dt.datetime:
+        return EPOCH + dt.timedelta(seconds=self._now)
 
-    def to_datetime(self, seconds: float) -> datetime:
-        return EPOCH + timedelta(seconds=seconds)
+    def to_datetime(self, seconds: float) -> dt.datetime:
+        return EPOCH + dt.timedelta(seconds=seconds)
 
-    def from_datetime(self, moment: datetime) -> float:
+    def from_datetime(self, moment: dt.datetime) -> float:
         return (moment - EPOCH).total_seconds()
 
     # -- scheduling ----------------------------------------------------------------------
@@ -114,10 +115,8 @@ class Clock:
                 timeout = max((due - self._wall_now()) / self.speed, 0.0)
             if due is not None and self.speed is None and due <= self._now:
                 timeout = 0.0
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
-            except TimeoutError:
-                pass
 
     def _wall_now(self) -> float:
         assert self.speed is not None

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import yaml
 from kubernetes import client, watch
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from sim.cluster import world
 
@@ -52,7 +52,8 @@ def seed_pod(*, corrected: bool = True) -> dict[str, Any]:
 
 
 def instructions(url: str, kubeconfig: Path) -> str:
-    return f"""gpubot sim: embedded GKE cluster '{world.CLUSTER}' (project {world.PROJECT}, location {world.LOCATION})
+    where = f"project {world.PROJECT}, location {world.LOCATION}"
+    return f"""gpubot sim: embedded GKE cluster '{world.CLUSTER}' ({where})
   API server  {url}
   kubeconfig  {kubeconfig}
 
@@ -107,16 +108,24 @@ def create_gpu_pool(url: str, narrator: Narrator) -> None:
     from google.cloud import container_v1
 
     gke = container_v1.ClusterManagerClient(
-        transport="rest", credentials=AnonymousCredentials(), client_options=ClientOptions(api_endpoint=url))
+        transport="rest",
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+        client_options=ClientOptions(api_endpoint=url),
+    )
     parent = f"projects/{world.PROJECT}/locations/{world.LOCATION}/clusters/{world.CLUSTER}"
     pool = container_v1.NodePool(
         name="gpu-pool",
         config=container_v1.NodeConfig(
             machine_type="n1-standard-4",
-            accelerators=[container_v1.AcceleratorConfig(accelerator_count=1, accelerator_type="nvidia-tesla-t4")],
+            accelerators=[
+                container_v1.AcceleratorConfig(accelerator_count=1, accelerator_type="nvidia-tesla-t4")
+            ],
             labels={"app-type": "gpu-workloads"},
-            taints=[container_v1.NodeTaint(key="nvidia.com/gpu", value="present",
-                                           effect=container_v1.NodeTaint.Effect.NO_SCHEDULE)],
+            taints=[
+                container_v1.NodeTaint(
+                    key="nvidia.com/gpu", value="present", effect=container_v1.NodeTaint.Effect.NO_SCHEDULE
+                )
+            ],
         ),
         autoscaling=container_v1.NodePoolAutoscaling(enabled=True, min_node_count=0, max_node_count=5),
         initial_node_count=0,
@@ -124,8 +133,10 @@ def create_gpu_pool(url: str, narrator: Narrator) -> None:
     narrator.say("step 1: gcloud container node-pools create gpu-pool (T4, autoscaling 0..5, tainted)")
     gke.create_node_pool(parent=parent, node_pool=pool)
     got = gke.get_node_pool(name=f"{parent}/nodePools/gpu-pool")
-    narrator.say(f"        pool {got.name}: {got.config.machine_type}, autoscaling "
-                 f"{got.autoscaling.min_node_count}..{got.autoscaling.max_node_count}, 0 nodes")
+    narrator.say(
+        f"        pool {got.name}: {got.config.machine_type}, autoscaling "
+        f"{got.autoscaling.min_node_count}..{got.autoscaling.max_node_count}, 0 nodes"
+    )
 
 
 def apply_manifests(url: str, narrator: Narrator) -> None:
@@ -135,7 +146,9 @@ def apply_manifests(url: str, narrator: Narrator) -> None:
         status, body = post_pod(url, seed_pod(corrected=False), strict=strict)
         how = "kubectl (strict field validation)" if strict else "kubectl --validate=false"
         narrator.say(f"        {how} -> {status}: {body.get('message')}")
-    narrator.say("        the toleration says `important:` where it means `key:`; creating the corrected manifest")
+    narrator.say(
+        "        the toleration says `important:` where it means `key:`; creating the corrected manifest"
+    )
     status, body = post_pod(url, seed_pod(corrected=True), strict=True)
     if status != 201:
         raise RuntimeError(f"the corrected manifest was refused: {body.get('message')}")
@@ -144,8 +157,11 @@ def apply_manifests(url: str, narrator: Narrator) -> None:
 def post_pod(url: str, pod: dict[str, Any], *, strict: bool) -> tuple[int, dict[str, Any]]:
     query = "?fieldManager=kubectl-create" + ("&fieldValidation=Strict" if strict else "")
     request = urllib.request.Request(
-        f"{url}/api/v1/namespaces/default/pods{query}", data=json.dumps(pod).encode(), method="POST",
-        headers={"Content-Type": "application/json", "Accept": "application/json"})
+        f"{url}/api/v1/namespaces/default/pods{query}",
+        data=json.dumps(pod).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", "Accept": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, dict(json.loads(response.read()))
@@ -167,10 +183,14 @@ def follow(core: client.CoreV1Api, narrator: Narrator, sim: world.BackgroundWorl
             event = item
             stamp = event.last_timestamp or event.event_time
             obj = event.involved_object
-            narrator.say(f"{event.type:<7} {obj.kind.lower()}/{obj.name:<40} {event.reason}: {event.message}", stamp)
+            narrator.say(
+                f"{event.type:<7} {obj.kind.lower()}/{obj.name:<40} {event.reason}: {event.message}", stamp
+            )
             if event.reason == "Started" and obj.name == "gpu-pod" and phase == "waiting":
                 phase = "running"
-                narrator.say("the pod is Running on a fresh GPU node; the user is done, so: kubectl delete pod gpu-pod")
+                narrator.say(
+                    "the pod is Running on a fresh GPU node; the user is done, so: kubectl delete pod gpu-pod"
+                )
                 core.delete_namespaced_pod("gpu-pod", "default")
         else:
             change, node = item
@@ -179,7 +199,10 @@ def follow(core: client.CoreV1Api, narrator: Narrator, sim: world.BackgroundWorl
                 continue
             if change == "DELETED":
                 gpu_nodes.discard(name)
-                narrator.say(f"node/{name} removed; gpu-pool has {len(gpu_nodes)} node(s)", sim.run(sim.world.clock.datetime))
+                narrator.say(
+                    f"node/{name} removed; gpu-pool has {len(gpu_nodes)} node(s)",
+                    sim.run(sim.world.clock.datetime),
+                )
                 if not gpu_nodes and phase == "running":
                     narrator.say("gpu-pool is back at 0 nodes", sim.run(sim.world.clock.datetime))
                     phase = "done"
@@ -188,12 +211,17 @@ def follow(core: client.CoreV1Api, narrator: Narrator, sim: world.BackgroundWorl
     stop.set()
 
 
-def _pump(core: client.CoreV1Api, kind: str, feed: queue.Queue[tuple[str, Any]], stop: threading.Event) -> None:
+def _pump(
+    core: client.CoreV1Api, kind: str, feed: queue.Queue[tuple[str, Any]], stop: threading.Event
+) -> None:
     lister = core.list_event_for_all_namespaces if kind == "events" else core.list_node
     version = ""
     while not stop.is_set():
         try:
-            for change in watch.Watch().stream(lister, timeout_seconds=300, resource_version=version):
+            stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
+                lister, timeout_seconds=300, resource_version=version
+            )
+            for change in stream:
                 version = change["object"].metadata.resource_version
                 if kind == "events" and change["type"] in ("ADDED", "MODIFIED"):
                     feed.put((kind, change["object"]))

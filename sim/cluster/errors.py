@@ -18,9 +18,7 @@ class Cause:
 class ApiError(Exception):
     """An error the API server answers with a metav1 Status body."""
 
-    def __init__(
-        self, code: int, reason: str, message: str, details: dict[str, Any] | None = None
-    ) -> None:
+    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
@@ -86,12 +84,25 @@ def gone(message: str) -> ApiError:
     return ApiError(410, "Expired", message)
 
 
-def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> ApiError:
+def method_not_allowed(
+    message: str = "the server does not allow this method on the requested resource",
+) -> ApiError:
     return ApiError(405, "MethodNotAllowed", message)
 
 
+PATCH_MEDIA_TYPES = (
+    "application/json-patch+json, application/merge-patch+json, "
+    "application/apply-patch+yaml, application/strategic-merge-patch+json"
+)
+
+
 def unsupported_media(content_type: str) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got "{content_type}")')
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f'{PATCH_MEDIA_TYPES} (got "{content_type}")',
+    )
 
 
 def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> ApiError:
@@ -118,7 +129,9 @@ def invalid_value(path: str, value: Any, detail: str) -> Cause:
 
 def not_supported(path: str, value: Any, allowed: list[str]) -> Cause:
     quoted = ", ".join(f'"{a}"' for a in allowed)
-    return Cause("FieldValueNotSupported", path, f"Unsupported value: {go_repr(value)}: supported values: {quoted}")
+    return Cause(
+        "FieldValueNotSupported", path, f"Unsupported value: {go_repr(value)}: supported values: {quoted}"
+    )
 
 
 def forbidden(path: str, detail: str) -> Cause:

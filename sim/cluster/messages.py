@@ -55,7 +55,10 @@ def pulling(image: str) -> str:
 
 def pulled(image: str, seconds: float, size_bytes: int) -> str:
     took = go_duration(seconds)
-    return f'Successfully pulled image "{image}" in {took} ({took} including waiting). Image size: {size_bytes} bytes.'
+    return (
+        f'Successfully pulled image "{image}" in {took} ({took} including waiting). '
+        f"Image size: {size_bytes} bytes."
+    )
 
 
 def already_present(image: str) -> str:
@@ -177,11 +180,15 @@ def gke_failed_scale_up(zone: str) -> str:
 
 
 STOCKOUT_ERROR_CODE = "RESOURCE_POOL_EXHAUSTED"
-STOCKOUT_MESSAGE = "Instance creation failed: The zone does not have enough resources available to fulfill the request."
+STOCKOUT_MESSAGE = (
+    "Instance creation failed: The zone does not have enough resources available to fulfill the request."
+)
 
 
 # -- apiserver validation: pkg/apis/core/validation/validation.go ---------------------------------
-TOLERATION_EMPTY_KEY = 'operator must be Exists when `key` is empty, which means "match all values and all keys"'
+TOLERATION_EMPTY_KEY = (
+    'operator must be Exists when `key` is empty, which means "match all values and all keys"'
+)
 TOLERATION_SECONDS_EFFECT = "effect must be 'NoExecute' when `tolerationSeconds` is set"
 TOLERATION_EXISTS_VALUE = "value must be empty when `operator` is 'Exists'"
 

@@ -103,6 +103,11 @@ class PoolExists(PoolError):
     pass
 
 
+Rows = list[dict[str, Any]]
+PoolList = list["NodePool"]
+TaintList = list["Taint"]
+
+
 class PoolRegistry:
     """All node pools of the simulated cloud; listeners hear of every change by pool name."""
 
@@ -131,7 +136,7 @@ class PoolRegistry:
         except KeyError:
             raise PoolNotFound(name) from None
 
-    def list(self, cloud: str | None = None) -> list[NodePool]:
+    def list(self, cloud: str | None = None) -> PoolList:
         return [p for p in self._pools.values() if cloud is None or p.cloud == cloud]
 
     def delete(self, name: str) -> NodePool:
@@ -156,7 +161,7 @@ class PoolRegistry:
         return pool
 
     def update(
-        self, name: str, *, labels: dict[str, str] | None = None, taints: list[Taint] | None = None
+        self, name: str, *, labels: dict[str, str] | None = None, taints: TaintList | None = None
     ) -> NodePool:
         """New labels and taints apply to nodes created from now on, as on GKE."""
         pool = self.get(name)
@@ -167,10 +172,12 @@ class PoolRegistry:
         self._changed(name)
         return pool
 
-    def snapshot(self) -> list[dict[str, Any]]:
-        return [copy.deepcopy(vars(p)) | {"taints": [vars(t) for t in p.taints]} for p in self._pools.values()]
+    def snapshot(self) -> Rows:
+        return [
+            copy.deepcopy(vars(p)) | {"taints": [vars(t) for t in p.taints]} for p in self._pools.values()
+        ]
 
-    def restore(self, rows: list[dict[str, Any]]) -> None:
+    def restore(self, rows: Rows) -> None:
         for row in rows:
             row = dict(row)
             row["taints"] = [Taint(**t) for t in row.get("taints", [])]

@@ -42,7 +42,9 @@ VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update
 PODS = Resource("", "v1", "pods", "Pod", "pod", True, "V1Pod", ("po",), ("status", "binding"))
 NODES = Resource("", "v1", "nodes", "Node", "node", False, "V1Node", ("no",), ("status",))
 EVENTS = Resource("", "v1", "events", "Event", "event", True, "CoreV1Event", ("ev",))
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", "namespace", False, "V1Namespace", ("ns",), ("status",))
+NAMESPACES = Resource(
+    "", "v1", "namespaces", "Namespace", "namespace", False, "V1Namespace", ("ns",), ("status",)
+)
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", "configmap", True, "V1ConfigMap", ("cm",))
 EVENTS_V1 = Resource(
     "events.k8s.io", "v1", "events", "Event", "event", True, "EventsV1Event", ("ev",), store_key="events"

@@ -47,17 +47,32 @@ class WorldConfig:
 def seed_gpu_pool(*, zone: str = LOCATION) -> pools.NodePool:
     """The GPU pool exactly as the seed tutorial's `gcloud container node-pools create` makes it."""
     return pools.NodePool(
-        name="gpu-pool", cloud=pools.GKE, machine_type="n1-standard-4",
-        accelerator_type="nvidia-tesla-t4", accelerator_count=1,
-        min_size=0, max_size=5, autoscaling=True, target_size=0,
+        name="gpu-pool",
+        cloud=pools.GKE,
+        machine_type="n1-standard-4",
+        accelerator_type="nvidia-tesla-t4",
+        accelerator_count=1,
+        min_size=0,
+        max_size=5,
+        autoscaling=True,
+        target_size=0,
         labels={"app-type": "gpu-workloads"},
-        taints=[pools.Taint("nvidia.com/gpu", "present", "NoSchedule")], zone=zone,
+        taints=[pools.Taint("nvidia.com/gpu", "present", "NoSchedule")],
+        zone=zone,
     )
 
 
 def default_pool(*, zone: str = LOCATION) -> pools.NodePool:
-    return pools.NodePool(name="default-pool", cloud=pools.GKE, machine_type="e2-standard-4",
-                          min_size=2, max_size=2, autoscaling=False, target_size=2, zone=zone)
+    return pools.NodePool(
+        name="default-pool",
+        cloud=pools.GKE,
+        machine_type="e2-standard-4",
+        min_size=2,
+        max_size=2,
+        autoscaling=False,
+        target_size=2,
+        zone=zone,
+    )
 
 
 class World:
@@ -70,12 +85,17 @@ class World:
         self.registry = pools.PoolRegistry()
         self.recorder = events.Recorder(self.store)
         self.api = apiserver.ApiServer(
-            self.store, apiserver.Options(extended_resource_toleration=self.config.extended_resource_toleration))
-        self.node_ctl = nodes.NodeController(self.store, self.registry, self.recorder, self.timings, self.faults)
+            self.store,
+            apiserver.Options(extended_resource_toleration=self.config.extended_resource_toleration),
+        )
+        self.node_ctl = nodes.NodeController(
+            self.store, self.registry, self.recorder, self.timings, self.faults
+        )
         self.scheduler = scheduler.Scheduler(self.store, self.recorder, self.timings, self.api.bind_pod)
         self.kubelets = kubelet.Kubelets(self.store, self.recorder, self.timings)
-        self.autoscaler = autoscaler.Autoscaler(self.store, self.registry, self.node_ctl, self.recorder,
-                                                self.timings, self.faults)
+        self.autoscaler = autoscaler.Autoscaler(
+            self.store, self.registry, self.node_ctl, self.recorder, self.timings, self.faults
+        )
         self.loop: asyncio.AbstractEventLoop | None = None
         self.url = ""
         self._runner: web.AppRunner | None = None
@@ -86,8 +106,16 @@ class World:
         if self._restore():
             return
         for name in SYSTEM_NAMESPACES:
-            self.store.create("namespaces", {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": name},
-                                             "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+            self.store.create(
+                "namespaces",
+                {
+                    "kind": "Namespace",
+                    "apiVersion": "v1",
+                    "metadata": {"name": name},
+                    "spec": {"finalizers": ["kubernetes"]},
+                    "status": {"phase": "Active"},
+                },
+            )
         pool = self.registry.create(default_pool())
         self.node_ctl.add_ready_nodes(pool, pool.target_size)
         self.node_ctl.pending.clear()
@@ -97,14 +125,24 @@ class World:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.add_routes(self.api.routes())
-        app.add_routes(gke.routes(self.registry, project=PROJECT, location=LOCATION, cluster=CLUSTER,
-                                  clock=self.clock, node_counts=lambda name: len(self.node_ctl.nodes_of(name))))
+        app.add_routes(
+            gke.routes(
+                self.registry,
+                project=PROJECT,
+                location=LOCATION,
+                cluster=CLUSTER,
+                clock=self.clock,
+                node_counts=lambda name: len(self.node_ctl.nodes_of(name)),
+            )
+        )
         app.add_routes(eks.routes(self.registry, cluster=CLUSTER, region=EKS_REGION, clock=self.clock))
-        app.add_routes([
-            web.get("/simctl/v1/clock", self._clock_info),
-            web.post("/simctl/v1/clock/advance", self._advance),
-            web.post("/simctl/v1/faults", self._set_faults),
-        ])
+        app.add_routes(
+            [
+                web.get("/simctl/v1/clock", self._clock_info),
+                web.post("/simctl/v1/clock/advance", self._advance),
+                web.post("/simctl/v1/faults", self._set_faults),
+            ]
+        )
         return app
 
     # -- running -----------------------------------------------------------------------------
@@ -131,13 +169,16 @@ class World:
 
     # -- control (sim-only API, for tests and the demo) --------------------------------------
     async def _clock_info(self, request: web.Request) -> web.Response:
-        return web.json_response({"now": self.clock.now(), "time": self.clock.datetime().isoformat(),
-                                  "speed": self.clock.speed})
+        return web.json_response(
+            {"now": self.clock.now(), "time": self.clock.datetime().isoformat(), "speed": self.clock.speed}
+        )
 
     async def _advance(self, request: web.Request) -> web.Response:
         body = await request.json()
         if self.clock.speed is not None:
-            return web.json_response({"error": "the clock follows wall time; advance needs --speed 0"}, status=409)
+            return web.json_response(
+                {"error": "the clock follows wall time; advance needs --speed 0"}, status=409
+            )
         self.advance(float(body.get("seconds", 0)))
         return web.json_response({"now": self.clock.now()})
 

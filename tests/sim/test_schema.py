@@ -39,10 +39,12 @@ def test_seed_manifest_has_exactly_one_unknown_field() -> None:
 def test_drop_unknown_fields_keeps_everything_known_and_copies() -> None:
     original = copy.deepcopy(SEED)
     dropped = schema.drop_unknown_fields("V1Pod", SEED)
-    assert dropped["spec"]["tolerations"] == [{"operator": "Equal", "value": "present", "effect": "NoSchedule"}]
+    assert dropped["spec"]["tolerations"] == [
+        {"operator": "Equal", "value": "present", "effect": "NoSchedule"}
+    ]
     assert dropped["spec"]["nodeSelector"] == {"app-type": "gpu-workloads"}
     assert schema.unknown_fields("V1Pod", dropped) == []
-    assert SEED == original
+    assert original == SEED
 
 
 @pytest.mark.parametrize(
@@ -55,7 +57,11 @@ def test_drop_unknown_fields_keeps_everything_known_and_copies() -> None:
             ["spec.containers[1].resources.limitz"],
         ),
         ("V1Pod", {"spec": {"restartpolicy": "Never"}}, ["spec.restartpolicy"]),  # case-sensitive
-        ("V1Pod", {"metadata": {"labels": {"anything": "x"}, "managedFields": [{"fieldsV1": {"f:x": {}}}]}}, []),
+        (
+            "V1Pod",
+            {"metadata": {"labels": {"anything": "x"}, "managedFields": [{"fieldsV1": {"f:x": {}}}]}},
+            [],
+        ),
         ("V1Node", {"spec": {"taints": [{"key": "k", "efect": "NoSchedule"}]}}, ["spec.taints[0].efect"]),
         ("V1ConfigMap", {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}, "extra": 1}, ["extra"]),
     ],
@@ -69,8 +75,8 @@ def test_unknown_fields(model: str, obj: dict[str, Any], expected: list[str]) ->
     [
         (
             {"spec": {"containers": [{"name": "a", "ports": [{"containerPort": "80"}]}]}},
-            "json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort"
-            " of type int32",
+            "json: cannot unmarshal string into Go struct field "
+            "ContainerPort.spec.containers.ports.containerPort of type int32",
         ),
         (
             {"metadata": {"labels": {"shot": 1}}},
@@ -83,11 +89,13 @@ def test_unknown_fields(model: str, obj: dict[str, Any], expected: list[str]) ->
         ),
         (
             {"spec": {"containers": [{"name": "a", "command": "sleep 1"}]}},
-            "json: cannot unmarshal string into Go struct field Container.spec.containers.command of type []string",
+            "json: cannot unmarshal string into Go struct field "
+            "Container.spec.containers.command of type []string",
         ),
         (
             {"spec": {"activeDeadlineSeconds": 1.5}},
-            "json: cannot unmarshal number 1.5 into Go struct field PodSpec.spec.activeDeadlineSeconds of type int64",
+            "json: cannot unmarshal number 1.5 into Go struct field "
+            "PodSpec.spec.activeDeadlineSeconds of type int64",
         ),
         (
             {"spec": {"tolerations": [{"operator": 1}]}},
@@ -170,10 +178,17 @@ def test_normalize_fixes_integral_floats_and_node_capacity() -> None:
 
 
 def test_events_v1_event_without_event_time_is_unreadable_by_the_client() -> None:
-    event = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e", "namespace": "default"}}
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "e", "namespace": "default"},
+    }
     failure = schema.check_client_model("EventsV1Event", event)
     assert failure is not None and "eventTime" in failure
-    assert schema.check_client_model("EventsV1Event", {**event, "eventTime": "2024-05-01T10:00:00.000000Z"}) is None
+    assert (
+        schema.check_client_model("EventsV1Event", {**event, "eventTime": "2024-05-01T10:00:00.000000Z"})
+        is None
+    )
 
 
 def test_core_event_without_involved_object_is_unreadable_by_the_client() -> None:
@@ -185,7 +200,9 @@ def test_core_event_without_involved_object_is_unreadable_by_the_client() -> Non
 def test_check_client_model_agrees_with_the_clients_deserialize() -> None:
     bad = {"metadata": {"name": "x", "creationTimestamp": "yesterday"}}
     with pytest.raises(Exception, match="creationTimestamp"):
-        ApiClient().deserialize('{"metadata": {"name": "x", "creationTimestamp": "yesterday"}}', "V1Pod", None)
+        ApiClient().deserialize(
+            '{"metadata": {"name": "x", "creationTimestamp": "yesterday"}}', "V1Pod", None
+        )
     assert schema.check_client_model("V1Pod", bad) is not None
 
 
@@ -228,7 +245,10 @@ def test_decode_strict_refuses_with_the_apiserver_message() -> None:
 def test_decode_warn_is_the_default_and_ignore_is_silent() -> None:
     warned = schema.decode(resources.PODS, SEED)
     assert warned.warnings == ('unknown field "spec.tolerations[0].important"',)
-    assert schema.warning_header(warned.warnings[0]) == '299 - "unknown field \\"spec.tolerations[0].important\\""'
+    assert (
+        schema.warning_header(warned.warnings[0])
+        == '299 - "unknown field \\"spec.tolerations[0].important\\""'
+    )
     assert schema.decode(resources.PODS, SEED, "Ignore").warnings == ()
     assert warned.obj["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
 

@@ -9,7 +9,26 @@ from typing import Any
 import pytest
 
 from sim.cluster import errors, messages, schema, validation
-from tests.sim.test_schema import SEED
+
+SEED: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "gpu-pod"},
+    "spec": {
+        "containers": [
+            {
+                "name": "cuda-container",
+                "image": "nvidia/cuda:12.2.0-base-ubuntu22.04",
+                "command": ["sleep", "3600"],
+                "resources": {"limits": {"nvidia.com/gpu": 1}},
+            }
+        ],
+        "tolerations": [
+            {"important": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+        ],
+        "nodeSelector": {"app-type": "gpu-workloads"},
+    },
+}
 
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
@@ -17,8 +36,9 @@ SUBDOMAIN_MSG = (
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
 LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
-    "end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 )
 NAME_PART_MSG = (
@@ -86,7 +106,10 @@ def test_corrected_seed_manifest_passes_decoding_and_validation() -> None:
     ("metadata", "expected"),
     [
         ({"namespace": "default"}, [("metadata.name", "Required value: name or generateName is required")]),
-        ({"name": "GPU_pod", "namespace": "default"}, [("metadata.name", f'Invalid value: "GPU_pod": {SUBDOMAIN_MSG}')]),
+        (
+            {"name": "GPU_pod", "namespace": "default"},
+            [("metadata.name", f'Invalid value: "GPU_pod": {SUBDOMAIN_MSG}')],
+        ),
         ({"name": "a.b-c", "namespace": "default"}, []),
         ({"name": "ok"}, [("metadata.namespace", "Required value")]),
         (
@@ -103,8 +126,9 @@ def test_corrected_seed_manifest_passes_decoding_and_validation() -> None:
                 (
                     "metadata.labels",
                     'Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters, '
-                    "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
-                    "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?"
+                    "'-', '_' or '.', and must start and end with an alphanumeric character "
+                    "(e.g. 'MyName',  or 'my.name',  or '123-abc', "
+                    "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?"
                     "[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                 )
             ],
@@ -167,7 +191,12 @@ CONTAINER = {"name": "main", "image": "busybox"}
         ),
         (
             {"containers": [{**CONTAINER, "ports": [{"containerPort": 70000}]}]},
-            [("spec.containers[0].ports[0].containerPort", "Invalid value: 70000: must be between 1 and 65535, inclusive")],
+            [
+                (
+                    "spec.containers[0].ports[0].containerPort",
+                    "Invalid value: 70000: must be between 1 and 65535, inclusive",
+                )
+            ],
         ),
     ],
 )
@@ -183,7 +212,12 @@ def test_pod_spec(spec: dict[str, Any], expected: list[tuple[str, str]]) -> None
         ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}, []),
         (
             {"key": "k", "operator": "In", "value": "v"},
-            [("spec.tolerations[0].operator", 'Unsupported value: "In": supported values: "Equal", "Exists"')],
+            [
+                (
+                    "spec.tolerations[0].operator",
+                    'Unsupported value: "In": supported values: "Equal", "Exists"',
+                )
+            ],
         ),
         (
             {"key": "k", "operator": "Exists", "value": "v"},
@@ -197,7 +231,12 @@ def test_pod_spec(spec: dict[str, Any], expected: list[tuple[str, str]]) -> None
         ),
         (
             {"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 30},
-            [("spec.tolerations[0].effect", f'Invalid value: "NoSchedule": {messages.TOLERATION_SECONDS_EFFECT}')],
+            [
+                (
+                    "spec.tolerations[0].effect",
+                    f'Invalid value: "NoSchedule": {messages.TOLERATION_SECONDS_EFFECT}',
+                )
+            ],
         ),
         (
             {"key": "k", "operator": "Exists", "effect": "NoScheduled"},
@@ -220,17 +259,25 @@ def test_pod_spec(spec: dict[str, Any], expected: list[tuple[str, str]]) -> None
     ],
 )
 def test_tolerations(toleration: dict[str, Any], expected: list[tuple[str, str]]) -> None:
-    pod = {"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [CONTAINER], "tolerations": [toleration]}}
+    pod = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [CONTAINER], "tolerations": [toleration]},
+    }
     assert fields_and_messages(validation.validate("pods", pod)) == expected
 
 
-def resources_pod(limits: dict[str, Any] | None = None, requests: dict[str, Any] | None = None) -> dict[str, Any]:
+def resources_pod(
+    limits: dict[str, Any] | None = None, requests: dict[str, Any] | None = None
+) -> dict[str, Any]:
     res: dict[str, Any] = {}
     if limits is not None:
         res["limits"] = limits
     if requests is not None:
         res["requests"] = requests
-    return {"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [{**CONTAINER, "resources": res}]}}
+    return {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{**CONTAINER, "resources": res}]},
+    }
 
 
 RES = "spec.containers[0].resources"
@@ -268,7 +315,8 @@ RES = "spec.containers[0].resources"
                 (
                     f"{RES}.limits[nvidia.com/gpu]",
                     "Invalid value: resource.Quantity{i:resource.int64Amount{value:500, scale:-3}, "
-                    'd:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:"500m", Format:"DecimalSI"}: must be an integer',
+                    'd:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:"500m", Format:"DecimalSI"}: '
+                    "must be an integer",
                 )
             ],
         ),
@@ -324,7 +372,10 @@ def test_pod_update_forbids_changing_an_existing_toleration_and_the_name() -> No
     new["spec"]["tolerations"][0]["value"] = "absent"
     new["metadata"]["name"] = "other"
     causes = fields_and_messages(validation.validate("pods", new, old=old))
-    assert ("spec.tolerations", "Forbidden: existing toleration can not be modified except its tolerationSeconds") in causes
+    assert (
+        "spec.tolerations",
+        "Forbidden: existing toleration can not be modified except its tolerationSeconds",
+    ) in causes
     assert ("metadata.name", 'Invalid value: "other": field is immutable') in causes
 
 
@@ -332,8 +383,20 @@ def test_pod_update_forbids_changing_an_existing_toleration_and_the_name() -> No
     ("taint", "expected"),
     [
         ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}, []),
-        ({"key": "k", "effect": ""}, [("spec.taints[0].effect", "Required value"), ("spec.taints[0].effect", 'Unsupported value: "": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"')]),
-        ({"key": "bad key", "effect": "NoExecute"}, [("spec.taints[0].key", f'Invalid value: "bad key": {NAME_PART_MSG}')]),
+        (
+            {"key": "k", "effect": ""},
+            [
+                ("spec.taints[0].effect", "Required value"),
+                (
+                    "spec.taints[0].effect",
+                    'Unsupported value: "": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
+                ),
+            ],
+        ),
+        (
+            {"key": "bad key", "effect": "NoExecute"},
+            [("spec.taints[0].key", f'Invalid value: "bad key": {NAME_PART_MSG}')],
+        ),
     ],
 )
 def test_node_taints(taint: dict[str, Any], expected: list[tuple[str, str]]) -> None:
@@ -350,20 +413,29 @@ def test_duplicate_node_taints() -> None:
 
 
 def test_config_map_keys() -> None:
-    cm = {"metadata": {"name": "cluster-autoscaler-status", "namespace": "kube-system"}, "data": {"status": "x", "bad key": "y", "..x": "z"}}
+    cm = {
+        "metadata": {"name": "cluster-autoscaler-status", "namespace": "kube-system"},
+        "data": {"status": "x", "bad key": "y", "..x": "z"},
+    }
     causes = fields_and_messages(validation.validate("configmaps", cm))
     assert causes == [
-        ("data[..x]", 'Invalid value: "..x": must not start with \'..\''),
+        ("data[..x]", "Invalid value: \"..x\": must not start with '..'"),
         (
             "data[bad key]",
-            "Invalid value: \"bad key\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
-            "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+            'Invalid value: "bad key": a valid config key must consist of alphanumeric characters, '
+            "'-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', "
+            "regex used for validation is '[-._a-zA-Z0-9]+')",
         ),
     ]
 
 
 def core_event(**fields: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "p.1", "namespace": "default"}, **fields}
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "p.1", "namespace": "default"},
+        **fields,
+    }
 
 
 @pytest.mark.parametrize(
@@ -376,14 +448,21 @@ def core_event(**fields: Any) -> dict[str, Any]:
             [("involvedObject.namespace", 'Invalid value: "ml": does not match event.namespace')],
         ),
         (
-            core_event(involvedObject={"kind": "Pod", "name": "p"}, eventTime="2024-05-01T10:00:00.000000Z"),
-            [("source", "Required value"), ("reportingInstance", "Required value"), ("action", "Required value"), ("reason", "Required value")],
+            core_event(
+                involvedObject={"kind": "Pod", "name": "p", "namespace": "default"},
+                eventTime="2024-05-01T10:00:00.000000Z",
+                reportingComponent="kubelet",
+            ),
+            [
+                ("reportingInstance", "Required value"),
+                ("action", "Required value"),
+                ("reason", "Required value"),
+            ],
         ),
     ],
 )
 def test_core_events(event: dict[str, Any], expected: list[tuple[str, str]]) -> None:
-    got = [(f, m) for f, m in fields_and_messages(validation.validate("events", event)) if f != "source" or m == "Required value"]
-    assert got == expected
+    assert fields_and_messages(validation.validate("events", event)) == expected
 
 
 def test_events_v1_requires_event_time_and_type() -> None:
@@ -404,7 +483,10 @@ def test_events_v1_requires_event_time_and_type() -> None:
 
 
 def test_lease_duration_must_be_positive() -> None:
-    lease = {"metadata": {"name": "cluster-autoscaler", "namespace": "kube-system"}, "spec": {"leaseDurationSeconds": 0}}
+    lease = {
+        "metadata": {"name": "cluster-autoscaler", "namespace": "kube-system"},
+        "spec": {"leaseDurationSeconds": 0},
+    }
     assert fields_and_messages(validation.validate("leases", lease)) == [
         ("spec.leaseDurationSeconds", "Invalid value: 0: must be greater than 0")
     ]
