@@ -423,6 +423,7 @@ class ApiServer:
             if mode != "Ignore":
                 warnings = [f'unknown field "{p}"' for p in unknown]
         obj = schema.normalize(res.model, copy.deepcopy(body))
+        omit_empty_metadata(obj)
         if res.group == "events.k8s.io":
             obj = events.from_events_v1(obj)
         obj["kind"], obj["apiVersion"] = ("Event", "v1") if res.key == "events" else (res.kind, res.api_version)
@@ -469,6 +470,19 @@ def parse_target(parts: list[str]) -> Target:
     if sub and sub not in res.subresources:
         raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
     return Target(res, namespace, name, sub)
+
+
+OMITEMPTY_METADATA = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
+
+
+def omit_empty_metadata(obj: Obj) -> None:
+    """Go serialises these `omitempty` fields not at all when empty: `kubectl label pod p app-` on the
+    last label leaves no `labels` key, as on a real cluster."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        for key in OMITEMPTY_METADATA:
+            if key in meta and not meta[key]:
+                del meta[key]
 
 
 def ref(target: Target) -> errors.ResourceRef:

@@ -13,12 +13,15 @@ from datetime import datetime
 
 import yaml
 
+from sim.clock import EPOCH
 from sim.cluster import events, fit, messages, nodes, pools
 from sim.cluster.config import Faults, Timings
 from sim.cluster.scheduler import unschedulable_condition
 from sim.cluster.store import Obj, Store, rfc3339
 
 logger = logging.getLogger(__name__)
+
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # written every scan: libyaml when present
 
 STATUS_NAMESPACE, STATUS_NAME = "kube-system", "cluster-autoscaler-status"
 LAST_UPDATED = "cluster-autoscaler.kubernetes.io/last-updated"
@@ -76,15 +79,19 @@ class Autoscaler:
 
     def pods_to_help(self) -> list[Obj]:
         out = []
-        for pod in self.store.items("pods"):
+        for pod in self.store.iter_raw("pods"):
             condition = unschedulable_condition(pod)
             if pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp") or condition is None:
                 continue
             created = self.store.clock.from_datetime(_parse(pod["metadata"]["creationTimestamp"]))
-            buffer = self.timings.gpu_pod_buffer if fit.pod_requests(pod).get(nodes.GPU) else self.timings.pod_buffer
+            buffer = (
+                self.timings.gpu_pod_buffer
+                if fit.pod_requests(pod).get(nodes.GPU)
+                else self.timings.pod_buffer
+            )
             if self.now() - created >= buffer:
                 out.append(pod)
-        return out
+        return sorted(out, key=lambda p: (p["metadata"]["creationTimestamp"], p["metadata"]["name"]))
 
     def scale_up(self, pending: list[Obj]) -> None:
         leftover = self._after_upcoming(pending)
@@ -105,25 +112,29 @@ class Autoscaler:
                     options.setdefault(pool.name, []).append(pod)
         if options:
             best = max(options, key=lambda name: (len(options[name]), -self._waste(name)))
-            if self._expand(self.registry.get(best), options[best]):
-                return
+            # Success or a cloud error, this loop did scale up: NotTriggerScaleUp is only for loops that did not.
+            self._expand(self.registry.get(best), options[best])
+            return
         for pod in leftover:
-            self._pod_event(pod, "NotTriggerScaleUp", messages.not_triggered_scale_up(reasons[pod["metadata"]["uid"]])
-                            if reasons[pod["metadata"]["uid"]] else "pod didn't trigger scale-up:")
+            self._pod_event(
+                pod,
+                "NotTriggerScaleUp",
+                messages.not_triggered_scale_up(reasons[pod["metadata"]["uid"]])
+                if reasons[pod["metadata"]["uid"]]
+                else "pod didn't trigger scale-up:",
+            )
 
     def _after_upcoming(self, pending: list[Obj]) -> list[Obj]:
         """Pods that upcoming nodes (unregistered, NotReady, or with GPUs not yet allocatable) will not take."""
         # FilterOutSchedulable: pods the scheduler is about to place on existing nodes need no new node.
-        pods = self.store.items("pods")
+        pods = list(self.store.iter_raw("pods"))
         capacity: list[tuple[Obj, fit.Resources]] = [
             (n, fit.used_resources(p for p in pods if p["spec"].get("nodeName") == n["metadata"]["name"]))
-            for n in self.store.items("nodes")
+            for n in self.store.iter_raw("nodes")
         ]
-        for pool in self.group_pools() + [p for p in self.registry.list() if not p.autoscaling]:
+        for pool in self.registry.list():
             template = nodes.template_node(pool)
-            upcoming = len(self.node_ctl.instances_of(pool.name)) + sum(
-                1 for n in self.node_ctl.nodes_of(pool.name) if not nodes.is_ready(n) or nodes.has_unready_gpu(n))
-            capacity += [(template, {}) for _ in range(upcoming)]
+            capacity += [(template, {}) for _ in range(self._upcoming(pool))]
         leftover = []
         for pod in pending:
             for template, used in capacity:
@@ -135,7 +146,14 @@ class Autoscaler:
         return leftover
 
     def _anything_upcoming(self) -> bool:
-        return any(self.node_ctl.instances_of(p.name) for p in self.registry.list())
+        return any(self._upcoming(p) for p in self.registry.list())
+
+    def _upcoming(self, pool: pools.NodePool) -> int:
+        """clusterstate GetUpcomingNodes: the target less the nodes already usable (GPU-unready ones are not)."""
+        usable = sum(
+            1 for n in self.node_ctl.nodes_of(pool.name) if nodes.is_ready(n) and not nodes.has_unready_gpu(n)
+        )
+        return max(pool.target_size - usable, 0)
 
     def _group_rejects(self, pool: pools.NodePool, pod: Obj) -> list[str]:
         state = self.state(pool.name)
@@ -159,13 +177,20 @@ class Autoscaler:
         state = self.state(pool.name)
         if pool.name in self.faults.stockout:
             self._fail_group(pool, "RESOURCE_POOL_EXHAUSTED", messages.STOCKOUT_MESSAGE)
-            self._status_event("Warning", "FailedToScaleUpGroup",
-                               messages.failed_to_scale_up(group, messages.STOCKOUT_MESSAGE))
+            self._status_event(
+                "Warning",
+                "FailedToScaleUpGroup",
+                messages.failed_to_scale_up(group, messages.STOCKOUT_MESSAGE),
+            )
             for pod in pods:
-                self._pod_event(pod, "FailedScaleUp", messages.gke_failed_scale_up(pool.zone), type_="Warning")
+                self._pod_event(
+                    pod, "FailedScaleUp", messages.gke_failed_scale_up(pool.zone), type_="Warning"
+                )
             return False
         old = pool.target_size
-        self._status_event("Normal", "ScaledUpGroup", messages.scaled_up_group(group, new_size, old, pool.max_size))
+        self._status_event(
+            "Normal", "ScaledUpGroup", messages.scaled_up_group(group, new_size, old, pool.max_size)
+        )
         self.registry.set_size(pool.name, new_size)
         state.last_scale_up = self.last_scale_up = self.now()
         info = messages.scale_up_info(group, old, new_size, pool.max_size)
@@ -196,28 +221,39 @@ class Autoscaler:
     def check_provisioning(self) -> None:
         """Instances that never registered within max-node-provision-time count as a failed scale-up."""
         for pool in self.registry.list():
-            late = [i for i in self.node_ctl.instances_of(pool.name)
-                    if self.now() - i.requested_at >= self.timings.max_node_provision_time]
+            late = [
+                i
+                for i in self.node_ctl.instances_of(pool.name)
+                if self.now() - i.requested_at >= self.timings.max_node_provision_time
+            ]
             if not late:
                 continue
             self.node_ctl.forget_instances(pool.name, len(late))
             self.registry.set_size(pool.name, max(pool.target_size - len(late), 0))
-            self._status_event("Warning", "ScaleUpTimedOut",
-                               messages.scale_up_timed_out(pool.group_id(), self.timings.max_node_provision_time))
-            self._fail_group(pool, "timeout", messages.scale_up_timed_out(
-                pool.group_id(), self.timings.max_node_provision_time))
+            self._status_event(
+                "Warning",
+                "ScaleUpTimedOut",
+                messages.scale_up_timed_out(pool.group_id(), self.timings.max_node_provision_time),
+            )
+            self._fail_group(
+                pool,
+                "timeout",
+                messages.scale_up_timed_out(pool.group_id(), self.timings.max_node_provision_time),
+            )
 
     # -- scale-down --------------------------------------------------------------------------
     def scale_down(self) -> None:
-        candidates = []
-        for pool in self.group_pools():
-            for node in self.node_ctl.nodes_of(pool.name):
-                name = node["metadata"]["name"]
-                if self._unneeded(node):
-                    self.unneeded_since.setdefault(name, self.now())
-                    candidates.append((pool, node))
-                else:
-                    self.unneeded_since.pop(name, None)
+        candidates = [
+            (pool, node)
+            for pool in self.group_pools()
+            for node in self.node_ctl.nodes_of(pool.name)
+            if self._unneeded(node)
+        ]
+        # Rebuilt every loop, so a node that was needed again, or is gone, starts its 10 minutes afresh.
+        self.unneeded_since = {
+            node["metadata"]["name"]: self.unneeded_since.get(node["metadata"]["name"], self.now())
+            for _, node in candidates
+        }
         if self.now() - self.last_scale_up < self.timings.scale_down_delay_after_add:
             return
         for pool, node in candidates:
@@ -236,8 +272,12 @@ class Autoscaler:
         return not [p for p in self._pods_on(node["metadata"]["name"]) if not _is_daemon(p)]
 
     def _pods_on(self, node_name: str) -> list[Obj]:
-        return [p for p in self.store.items("pods") if p["spec"].get("nodeName") == node_name
-                and p["status"].get("phase") not in ("Succeeded", "Failed")]
+        return [
+            p
+            for p in self.store.iter_raw("pods")
+            if p["spec"].get("nodeName") == node_name
+            and p["status"].get("phase") not in ("Succeeded", "Failed")
+        ]
 
     def blockers(self, node_name: str) -> list[Obj]:
         """Pods that keep a node from being removed; `gpubot` will explain these to its users."""
@@ -249,18 +289,25 @@ class Autoscaler:
 
         def taint(n: Obj) -> None:
             n["spec"].setdefault("taints", []).append(
-                {"key": nodes.TO_BE_DELETED_TAINT, "value": str(int(self.now())), "effect": "NoSchedule"})
+                {"key": nodes.TO_BE_DELETED_TAINT, "value": str(int(self.now())), "effect": "NoSchedule"}
+            )
 
         marked = self.store.mutate("nodes", "", name, taint) or node
-        self.recorder.record(marked, "Normal", "ScaleDown", messages.SCALE_DOWN_MARKED, component=messages.AUTOSCALER)
-        self.recorder.record(marked, "Normal", "ScaleDown", messages.SCALE_DOWN_REMOVED, component=messages.AUTOSCALER)
+        self.recorder.record(
+            marked, "Normal", "ScaleDown", messages.SCALE_DOWN_MARKED, component=messages.AUTOSCALER
+        )
+        self.recorder.record(
+            marked, "Normal", "ScaleDown", messages.SCALE_DOWN_REMOVED, component=messages.AUTOSCALER
+        )
         self.node_ctl.delete_node(name)
         self.registry.set_size(pool.name, max(pool.target_size - 1, 0))
         self.unneeded_since.pop(name, None)
         self._status_event("Normal", "ScaleDownEmpty", messages.scale_down_empty_removed(name))
 
     # -- reporting ---------------------------------------------------------------------------
-    def _pod_event(self, pod: Obj, reason: str, message: str, *, type_: str = "Normal", dedupe: bool = True) -> None:
+    def _pod_event(
+        self, pod: Obj, reason: str, message: str, *, type_: str = "Normal", dedupe: bool = True
+    ) -> None:
         key = (pod["metadata"]["uid"], reason + message)
         last = self.last_pod_event.get(key)
         if dedupe and last is not None and self.now() - last < self.timings.event_dedupe_window:
@@ -274,15 +321,23 @@ class Autoscaler:
             self.recorder.record(status, type_, reason, message, component=messages.AUTOSCALER)
 
     def write_status(self) -> None:
-        text = yaml.safe_dump(self.status(), sort_keys=False)
+        text = yaml.dump(self.status(), Dumper=_DUMPER, sort_keys=False)
         stamp = self.store.clock.datetime().strftime("%Y-%m-%d %H:%M:%S.%f000 +0000 UTC")
         current = self.store.get("configmaps", STATUS_NAMESPACE, STATUS_NAME)
         if current is None:
-            self.store.create("configmaps", {
-                "kind": "ConfigMap", "apiVersion": "v1",
-                "metadata": {"name": STATUS_NAME, "namespace": STATUS_NAMESPACE,
-                             "annotations": {LAST_UPDATED: stamp}},
-                "data": {"status": text}})
+            self.store.create(
+                "configmaps",
+                {
+                    "kind": "ConfigMap",
+                    "apiVersion": "v1",
+                    "metadata": {
+                        "name": STATUS_NAME,
+                        "namespace": STATUS_NAMESPACE,
+                        "annotations": {LAST_UPDATED: stamp},
+                    },
+                    "data": {"status": text},
+                },
+            )
             return
 
         def update(cm: Obj) -> None:
@@ -295,34 +350,56 @@ class Autoscaler:
         """ClusterAutoscalerStatus in the current YAML shape (clusterstate/api/types.go)."""
         probe = rfc3339(self.store.clock)
         groups = []
-        all_nodes = self.store.items("nodes")
+        all_nodes = list(self.store.iter_raw("nodes"))
         for pool in self.group_pools():
             members = self.node_ctl.nodes_of(pool.name)
             state = self.state(pool.name)
-            scale_up: dict[str, object] = {"status": self._group_scale_up(pool, state), "lastProbeTime": probe}
+            scale_up: dict[str, object] = {
+                "status": self._group_scale_up(pool, state),
+                "lastProbeTime": probe,
+            }
             if state.backoff_until > self.now() and state.backoff_reason:
-                scale_up["backoffInfo"] = {"errorCode": state.backoff_reason[0],
-                                           "errorMessage": state.backoff_reason[1]}
+                scale_up["backoffInfo"] = {
+                    "errorCode": state.backoff_reason[0],
+                    "errorMessage": state.backoff_reason[1],
+                }
             candidates = sum(1 for n in members if n["metadata"]["name"] in self.unneeded_since)
-            groups.append({
-                "name": pool.group_id(),
-                "health": {"status": "Healthy", "nodeCounts": _counts(members, self.node_ctl.instances_of(pool.name)),
-                           "cloudProviderTarget": pool.target_size, "minSize": pool.min_size,
-                           "maxSize": pool.max_size, "lastProbeTime": probe},
-                "scaleUp": scale_up,
-                "scaleDown": {"status": "CandidatesPresent" if candidates else "NoCandidates",
-                              "candidates": candidates, "lastProbeTime": probe},
-            })
+            groups.append(
+                {
+                    "name": pool.group_id(),
+                    "health": {
+                        "status": "Healthy",
+                        "nodeCounts": _counts(members, self.node_ctl.instances_of(pool.name), self.now()),
+                        "cloudProviderTarget": pool.target_size,
+                        "minSize": pool.min_size,
+                        "maxSize": pool.max_size,
+                        "lastProbeTime": probe,
+                    },
+                    "scaleUp": scale_up,
+                    "scaleDown": {
+                        "status": "CandidatesPresent" if candidates else "NoCandidates",
+                        "candidates": candidates,
+                        "lastProbeTime": probe,
+                    },
+                }
+            )
         instances = [i for p in self.registry.list() for i in self.node_ctl.instances_of(p.name)]
         total_candidates = len(self.unneeded_since)
         return {
             "time": self.store.clock.datetime().strftime("%Y-%m-%d %H:%M:%S.%f000 +0000 UTC"),
             "autoscalerStatus": "Running",
             "clusterWide": {
-                "health": {"status": "Healthy", "nodeCounts": _counts(all_nodes, instances), "lastProbeTime": probe},
+                "health": {
+                    "status": "Healthy",
+                    "nodeCounts": _counts(all_nodes, instances, self.now()),
+                    "lastProbeTime": probe,
+                },
                 "scaleUp": {"status": self.scale_up_status, "lastProbeTime": probe},
-                "scaleDown": {"status": "CandidatesPresent" if total_candidates else "NoCandidates",
-                              "candidates": total_candidates, "lastProbeTime": probe},
+                "scaleDown": {
+                    "status": "CandidatesPresent" if total_candidates else "NoCandidates",
+                    "candidates": total_candidates,
+                    "lastProbeTime": probe,
+                },
             },
             "nodeGroups": groups,
         }
@@ -330,24 +407,40 @@ class Autoscaler:
     def _group_scale_up(self, pool: pools.NodePool, state: GroupState) -> str:
         if state.backoff_until > self.now():
             return "Backoff"
-        upcoming = self.node_ctl.instances_of(pool.name) or [
-            n for n in self.node_ctl.nodes_of(pool.name) if not nodes.is_ready(n) or nodes.has_unready_gpu(n)]
-        return "InProgress" if upcoming else "NoActivity"
+        return "InProgress" if self._upcoming(pool) else "NoActivity"
 
 
-def _counts(members: list[Obj], instances: list[nodes.Instance]) -> dict[str, object]:
-    ready = sum(1 for n in members if nodes.is_ready(n) and not nodes.has_unready_gpu(n))
-    resource_unready = sum(1 for n in members if nodes.is_ready(n) and nodes.has_unready_gpu(n))
-    unready = sum(1 for n in members if not nodes.is_ready(n))
-    deleting = sum(1 for n in members if any(
-        t.get("key") == nodes.TO_BE_DELETED_TAINT for t in n["spec"].get("taints", [])))
+MAX_NODE_STARTUP_TIME = 15 * 60.0
+"""clusterstate MaxNodeStartupTime: an unready node younger than this is NotStarted rather than Unready."""
+
+
+def _counts(members: list[Obj], instances: list[nodes.Instance], now: float) -> dict[str, object]:
+    """clusterstate updateReadinessStats: a GPU node without allocatable GPUs counts as unready (resource)."""
+    ready = not_started = unready = resource_unready = deleting = 0
+    for node in members:
+        if nodes.is_ready(node) and not nodes.has_unready_gpu(node):
+            ready += 1
+        elif now - _created(node) < MAX_NODE_STARTUP_TIME:
+            not_started += 1
+        else:
+            unready += 1
+            resource_unready += nodes.is_ready(node)
+        deleting += any(t.get("key") == nodes.TO_BE_DELETED_TAINT for t in node["spec"].get("taints", []))
     return {
-        "registered": {"total": len(members), "ready": ready, "notStarted": unready,
-                       "beingDeleted": deleting, "unready": {"total": resource_unready,
-                                                             "resourceUnready": resource_unready}},
+        "registered": {
+            "total": len(members),
+            "ready": ready,
+            "notStarted": not_started,
+            "beingDeleted": deleting,
+            "unready": {"total": unready, "resourceUnready": resource_unready},
+        },
         "longUnregistered": 0,
         "unregistered": len(instances),
     }
+
+
+def _created(obj: Obj) -> float:
+    return (_parse(obj["metadata"]["creationTimestamp"]) - EPOCH).total_seconds()
 
 
 def _is_daemon(pod: Obj) -> bool:

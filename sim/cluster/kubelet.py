@@ -179,13 +179,23 @@ class Kubelets:
 
         def init(p: Obj) -> None:
             status = p["status"]
-            status.update(hostIP=host_ip, hostIPs=[{"ip": host_ip}], podIP=ip, podIPs=[{"ip": ip}], startTime=now)
+            status.update(
+                hostIP=host_ip, hostIPs=[{"ip": host_ip}], podIP=ip, podIPs=[{"ip": ip}], startTime=now
+            )
             names = [c["name"] for c in p["spec"]["containers"]]
-            status["conditions"] = [c for c in status.get("conditions", []) if c["type"] == "PodScheduled"] + [
+            status["conditions"] = [
+                c for c in status.get("conditions", []) if c["type"] == "PodScheduled"
+            ] + [
                 _cond("PodReadyToStartContainers", "True", now),
                 _cond("Initialized", "True", now),
                 _cond("Ready", "False", now, "ContainersNotReady", messages.containers_not_ready(names)),
-                _cond("ContainersReady", "False", now, "ContainersNotReady", messages.containers_not_ready(names)),
+                _cond(
+                    "ContainersReady",
+                    "False",
+                    now,
+                    "ContainersNotReady",
+                    messages.containers_not_ready(names),
+                ),
             ]
             status["containerStatuses"] = [_waiting(c, "ContainerCreating") for c in p["spec"]["containers"]]
 
@@ -212,8 +222,11 @@ class Kubelets:
             return
         self._event(pod, "Normal", "Pulling", messages.pulling(image))
         klass = size_class(image)
-        took = {"small": self.timings.pull_small, "medium": self.timings.pull_medium,
-                "large": self.timings.pull_large}[klass]
+        took = {
+            "small": self.timings.pull_small,
+            "medium": self.timings.pull_medium,
+            "large": self.timings.pull_large,
+        }[klass]
         if FAILING_IMAGE_MARK in image.lower():
             self._later(run, min(took, 3.0), lambda: self._pull_failed(pod))
             return
@@ -232,10 +245,14 @@ class Kubelets:
             return
         image = current["spec"]["containers"][0]["image"]
         run.pull_failures += 1
-        self._event(current, "Warning", "Failed", messages.pull_failed(image, messages.pull_not_found_detail(image)))
+        self._event(
+            current, "Warning", "Failed", messages.pull_failed(image, messages.pull_not_found_detail(image))
+        )
         self._event(current, "Warning", "Failed", messages.ERR_IMAGE_PULL)
         self._set_waiting(current, "ErrImagePull", f"failed to pull image {image!r}")
-        backoff = min(self.timings.crash_backoff_initial * 2 ** (run.pull_failures - 1), self.timings.crash_backoff_max)
+        backoff = min(
+            self.timings.crash_backoff_initial * 2 ** (run.pull_failures - 1), self.timings.crash_backoff_max
+        )
 
         def back_off() -> None:
             now_pod = self._current(pod)
@@ -273,11 +290,15 @@ class Kubelets:
                     c.pop("reason", None)
                     c.pop("message", None)
             p["status"]["containerStatuses"] = [
-                _running(c, now, run.restarts, s) for c, s in zip(
-                    p["spec"]["containers"], p["status"].get("containerStatuses", []), strict=False)
+                _running(c, now, run.restarts, s)
+                for c, s in zip(
+                    p["spec"]["containers"], p["status"].get("containerStatuses", []), strict=False
+                )
             ]
 
-        current = self.store.mutate("pods", current["metadata"]["namespace"], current["metadata"]["name"], running)
+        current = self.store.mutate(
+            "pods", current["metadata"]["namespace"], current["metadata"]["name"], running
+        )
         if current is None:
             return
         first = behaviour(current["spec"]["containers"][0])
@@ -293,13 +314,19 @@ class Kubelets:
         policy = current["spec"].get("restartPolicy", "Always")
         restart = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
         now = rfc3339(self.clock)
-        terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
-                      "startedAt": _started_at(current), "finishedAt": now}
+        terminated = {
+            "exitCode": exit_code,
+            "reason": "Completed" if exit_code == 0 else "Error",
+            "startedAt": _started_at(current),
+            "finishedAt": now,
+        }
         if not restart:
             self._finish(current, terminated)
             return
         run.restarts += 1
-        backoff = min(self.timings.crash_backoff_initial * 2 ** (run.restarts - 1), self.timings.crash_backoff_max)
+        backoff = min(
+            self.timings.crash_backoff_initial * 2 ** (run.restarts - 1), self.timings.crash_backoff_max
+        )
         name = current["spec"]["containers"][0]["name"]
         meta = current["metadata"]
 
@@ -307,16 +334,33 @@ class Kubelets:
             p["status"]["phase"] = "Running"
             for c in p["status"]["conditions"]:
                 if c["type"] in ("Ready", "ContainersReady"):
-                    c.update(status="False", reason="ContainersNotReady",
-                             message=messages.containers_not_ready([name]), lastTransitionTime=now)
+                    c.update(
+                        status="False",
+                        reason="ContainersNotReady",
+                        message=messages.containers_not_ready([name]),
+                        lastTransitionTime=now,
+                    )
             for status in p["status"]["containerStatuses"]:
-                status.update(ready=False, started=False, restartCount=run.restarts,
-                              lastState={"terminated": terminated},
-                              state={"waiting": {"reason": "CrashLoopBackOff", "message": f"back-off {messages.go_duration(backoff)} restarting failed container={name} pod={meta['name']}_{meta['namespace']}({meta['uid']})"}})
+                status.update(
+                    ready=False,
+                    started=False,
+                    restartCount=run.restarts,
+                    lastState={"terminated": terminated},
+                    state={
+                        "waiting": {
+                            "reason": "CrashLoopBackOff",
+                            "message": f"back-off {messages.go_duration(backoff)} restarting failed container={name} pod={meta['name']}_{meta['namespace']}({meta['uid']})",
+                        }
+                    },
+                )
 
         current = self.store.mutate("pods", meta["namespace"], meta["name"], crash_loop) or current
-        self._event(current, "Warning", "BackOff",
-                    messages.back_off_restarting(name, meta["name"], meta["namespace"], meta["uid"]))
+        self._event(
+            current,
+            "Warning",
+            "BackOff",
+            messages.back_off_restarting(name, meta["name"], meta["namespace"], meta["uid"]),
+        )
         self._later(run, backoff, lambda: self._create_and_start(current))
 
     def _finish(self, pod: Obj, terminated: dict[str, Any]) -> None:
@@ -352,7 +396,9 @@ class Kubelets:
         for container in current["spec"]["containers"]:
             if was_running:
                 self._event(current, "Normal", "Killing", messages.stopping_container(container["name"]))
-                slowest = max(slowest, grace if behaviour(container).ignores_sigterm else self.timings.sigterm_exit)
+                slowest = max(
+                    slowest, grace if behaviour(container).ignores_sigterm else self.timings.sigterm_exit
+                )
         self.clock.call_later(min(slowest, grace), lambda: self._remove(current))
 
     def _remove(self, pod: Obj) -> None:
@@ -375,15 +421,31 @@ def _cond(type_: str, status: str, now: str, reason: str = "", message: str = ""
 
 
 def _waiting(container: Obj, reason: str) -> Obj:
-    return {"name": container["name"], "image": container["image"], "imageID": "", "ready": False,
-            "restartCount": 0, "started": False, "state": {"waiting": {"reason": reason}}, "lastState": {}}
+    return {
+        "name": container["name"],
+        "image": container["image"],
+        "imageID": "",
+        "ready": False,
+        "restartCount": 0,
+        "started": False,
+        "state": {"waiting": {"reason": reason}},
+        "lastState": {},
+    }
 
 
 def _running(container: Obj, now: str, restarts: int, previous: Obj) -> Obj:
     digest = "sha256:" + format(abs(hash(container["image"])), "x").rjust(64, "0")[:64]
-    return {"name": container["name"], "image": container["image"], "imageID": f"{container['image']}@{digest}",
-            "containerID": f"containerd://{digest[7:]}", "ready": True, "restartCount": restarts, "started": True,
-            "state": {"running": {"startedAt": now}}, "lastState": previous.get("lastState", {})}
+    return {
+        "name": container["name"],
+        "image": container["image"],
+        "imageID": f"{container['image']}@{digest}",
+        "containerID": f"containerd://{digest[7:]}",
+        "ready": True,
+        "restartCount": restarts,
+        "started": True,
+        "state": {"running": {"startedAt": now}},
+        "lastState": previous.get("lastState", {}),
+    }
 
 
 def _started_at(pod: Obj) -> str:

@@ -115,7 +115,10 @@ def template_node(pool: pools.NodePool) -> Obj:
         "apiVersion": "v1",
         "metadata": {"name": name, "labels": template_labels(pool, name)},
         "spec": {"taints": [vars(t) for t in pool.taints]},
-        "status": {"allocatable": allocatable(pool, with_gpus=True), "capacity": capacity(pool, with_gpus=True)},
+        "status": {
+            "allocatable": allocatable(pool, with_gpus=True),
+            "capacity": capacity(pool, with_gpus=True),
+        },
     }
 
 
@@ -137,18 +140,27 @@ class NodeController:
     """Makes Node objects follow pool target sizes, through the same store as every other write."""
 
     def __init__(
-        self, store: Store, registry: pools.PoolRegistry, recorder: events.Recorder, timings: Timings, faults: Faults
+        self,
+        store: Store,
+        registry: pools.PoolRegistry,
+        recorder: events.Recorder,
+        timings: Timings,
+        faults: Faults,
     ) -> None:
         self.store, self.registry, self.recorder = store, registry, recorder
         self.timings, self.faults = timings, faults
         self.clock = store.clock
         self.pending: dict[str, PoolNodes] = {}
         self._ip = 10
-        registry.subscribe(lambda name: self.clock.call_soon(lambda: self.reconcile(name)))
+        registry.subscribe(self._pool_changed)
+
+    def _pool_changed(self, name: str) -> None:
+        self.clock.call_soon(lambda: self.reconcile(name))
 
     # -- queries the autoscaler uses ---------------------------------------------------------
     def nodes_of(self, pool: str) -> list[Obj]:
-        return [n for n in self.store.items("nodes") if pool_of(n) == pool]
+        """The pool's Node objects, read-only (the store's own, not copies: this runs every scan)."""
+        return [n for n in self.store.iter_raw("nodes") if pool_of(n) == pool]
 
     def instances_of(self, pool: str) -> list[Instance]:
         return list(self.pending.get(pool, PoolNodes()).instances)
@@ -169,7 +181,9 @@ class NodeController:
         while surplus > 0 and waiting:
             waiting.pop()
             surplus -= 1
-        for node in sorted(live, key=lambda n: n["metadata"]["creationTimestamp"], reverse=True)[:max(surplus, 0)]:
+        for node in sorted(live, key=lambda n: n["metadata"]["creationTimestamp"], reverse=True)[
+            : max(surplus, 0)
+        ]:
             self.delete_node(node["metadata"]["name"])
 
     def _start_instance(self, pool: pools.NodePool) -> None:
@@ -206,9 +220,15 @@ class NodeController:
             ("NodeHasSufficientMemory", messages.node_status_now(instance.name, "NodeHasSufficientMemory")),
             ("NodeAllocatableEnforced", messages.ALLOCATABLE_ENFORCED),
         ):
-            self.recorder.record(node, "Normal", reason, message, component=messages.KUBELET, host=instance.name)
+            self.recorder.record(
+                node, "Normal", reason, message, component=messages.KUBELET, host=instance.name
+            )
         self.recorder.record(
-            node, "Normal", "RegisteredNode", messages.registered_node(instance.name), component="node-controller"
+            node,
+            "Normal",
+            "RegisteredNode",
+            messages.registered_node(instance.name),
+            component="node-controller",
         )
         self.clock.call_later(self.timings.node_ready_delay, lambda: self._mark_ready(instance.name))
 
@@ -230,7 +250,9 @@ class NodeController:
             "lastTransitionTime": now,
         }
         provider = (
-            f"gce://demo/{pool.zone}/{name}" if pool.cloud == pools.GKE else f"aws:///{pool.zone}/i-{secrets.token_hex(8)}"
+            f"gce://demo/{pool.zone}/{name}"
+            if pool.cloud == pools.GKE
+            else f"aws:///{pool.zone}/i-{secrets.token_hex(8)}"
         )
         annotations = {"node.alpha.kubernetes.io/ttl": "0"}
         if pool.taints and pool.cloud == pools.GKE:
@@ -246,14 +268,21 @@ class NodeController:
                 "capacity": capacity(pool, with_gpus=ready),
                 "allocatable": allocatable(pool, with_gpus=ready),
                 "conditions": [
-                    {"type": t, "status": "False", "reason": f"KubeletHas{r}", "message": m,
-                     "lastHeartbeatTime": now, "lastTransitionTime": now}
+                    {
+                        "type": t,
+                        "status": "False",
+                        "reason": f"KubeletHas{r}",
+                        "message": m,
+                        "lastHeartbeatTime": now,
+                        "lastTransitionTime": now,
+                    }
                     for t, r, m in (
                         ("MemoryPressure", "SufficientMemory", "kubelet has sufficient memory available"),
                         ("DiskPressure", "NoDiskPressure", "kubelet has no disk pressure"),
                         ("PIDPressure", "SufficientPID", "kubelet has sufficient PID available"),
                     )
-                ] + [ready_condition],
+                ]
+                + [ready_condition],
                 "addresses": [
                     {"type": "InternalIP", "address": f"10.128.0.{self._ip}"},
                     {"type": "Hostname", "address": name},
@@ -276,19 +305,32 @@ class NodeController:
     def _mark_ready(self, name: str) -> None:
         def ready(node: Obj) -> None:
             node["spec"]["taints"] = [
-                t for t in node["spec"].get("taints", []) if t["key"] not in (NOT_READY_TAINT, UNINITIALIZED_TAINT)
+                t
+                for t in node["spec"].get("taints", [])
+                if t["key"] not in (NOT_READY_TAINT, UNINITIALIZED_TAINT)
             ]
             now = rfc3339(self.clock)
             for condition in node["status"]["conditions"]:
                 if condition["type"] == "Ready":
-                    condition.update(status="True", reason="KubeletReady", message=messages.KUBELET_READY,
-                                     lastHeartbeatTime=now, lastTransitionTime=now)
+                    condition.update(
+                        status="True",
+                        reason="KubeletReady",
+                        message=messages.KUBELET_READY,
+                        lastHeartbeatTime=now,
+                        lastTransitionTime=now,
+                    )
 
         node = self.store.mutate("nodes", "", name, ready)
         if node is None:
             return
-        self.recorder.record(node, "Normal", "NodeReady", messages.node_status_now(name, "NodeReady"),
-                             component=messages.KUBELET, host=name)
+        self.recorder.record(
+            node,
+            "Normal",
+            "NodeReady",
+            messages.node_status_now(name, "NodeReady"),
+            component=messages.KUBELET,
+            host=name,
+        )
         if has_unready_gpu(node):
             self.clock.call_later(self.timings.gpu_plugin_delay, lambda: self._gpus_up(name))
 

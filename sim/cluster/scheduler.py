@@ -26,14 +26,17 @@ def needs_scheduling(pod: Obj) -> bool:
 def unschedulable_condition(pod: Obj) -> Obj | None:
     for condition in pod.get("status", {}).get("conditions", []):
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return condition
+            found: Obj = condition
+            return found
     return None
 
 
 class Scheduler:
     """Runs a scheduling pass whenever a pod or node changes, plus a periodic retry."""
 
-    def __init__(self, store: Store, recorder: events.Recorder, timings: Timings, bind: Callable[[Obj, str], Obj]) -> None:
+    def __init__(
+        self, store: Store, recorder: events.Recorder, timings: Timings, bind: Callable[[Obj, str], Obj]
+    ) -> None:
         self.store, self.recorder, self.timings = store, recorder, timings
         self.clock = store.clock
         self._bind = bind
@@ -52,14 +55,18 @@ class Scheduler:
 
     def run_pass(self) -> None:
         self._queued = False
-        pending = [p for p in self.store.items("pods") if needs_scheduling(p)]
+        pending = [p for p in self.store.iter_raw("pods") if needs_scheduling(p)]
         if not pending:
             return
         pending.sort(key=lambda p: (p["metadata"]["creationTimestamp"], p["metadata"]["name"]))
-        nodes = self.store.items("nodes")
-        pods = self.store.items("pods")
-        used = {n["metadata"]["name"]: fit.used_resources(
-            p for p in pods if p["spec"].get("nodeName") == n["metadata"]["name"]) for n in nodes}
+        nodes = sorted(self.store.iter_raw("nodes"), key=lambda n: str(n["metadata"]["name"]))
+        pods = list(self.store.iter_raw("pods"))
+        used = {
+            n["metadata"]["name"]: fit.used_resources(
+                p for p in pods if p["spec"].get("nodeName") == n["metadata"]["name"]
+            )
+            for n in nodes
+        }
         for pod in pending:
             self._schedule_one(pod, nodes, used)
 
@@ -69,19 +76,33 @@ class Scheduler:
         if chosen is not None:
             bound = self._bind(pod, chosen)
             fit.add_resources(used.setdefault(chosen, {}), fit.pod_requests(pod))
-            self.recorder.record(bound, "Normal", "Scheduled", messages.successfully_assigned(ns, name, chosen),
-                                 component=messages.SCHEDULER, action="Binding")
+            self.recorder.record(
+                bound,
+                "Normal",
+                "Scheduled",
+                messages.successfully_assigned(ns, name, chosen),
+                component=messages.SCHEDULER,
+                action="Binding",
+            )
             return
-        fits = {n["metadata"]["name"]: fit.filter_node(pod, n, used=used.get(n["metadata"]["name"], {}))
-                for n in nodes}
+        fits = {
+            n["metadata"]["name"]: fit.filter_node(pod, n, used=used.get(n["metadata"]["name"], {}))
+            for n in nodes
+        }
         message = fit.failed_scheduling_message(fits)
         current = unschedulable_condition(pod)
         if current is not None and current.get("message") == message and self._recent(current):
             return
         updated = self.store.mutate("pods", ns, name, lambda p: self._mark_unschedulable(p, message))
         if updated is not None:
-            self.recorder.record(updated, "Warning", "FailedScheduling", message,
-                                 component=messages.SCHEDULER, action="Scheduling")
+            self.recorder.record(
+                updated,
+                "Warning",
+                "FailedScheduling",
+                message,
+                component=messages.SCHEDULER,
+                action="Scheduling",
+            )
 
     def _recent(self, condition: Obj) -> bool:
         probed = condition.get("lastProbeTime") or condition.get("lastTransitionTime")
@@ -95,6 +116,15 @@ class Scheduler:
         conditions = [c for c in pod["status"].get("conditions", []) if c.get("type") != "PodScheduled"]
         previous = unschedulable_condition(pod)
         transition = previous.get("lastTransitionTime", now) if previous else now
-        conditions.insert(0, {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                              "message": message, "lastProbeTime": now, "lastTransitionTime": transition})
+        conditions.insert(
+            0,
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": message,
+                "lastProbeTime": now,
+                "lastTransitionTime": transition,
+            },
+        )
         pod["status"]["conditions"] = conditions

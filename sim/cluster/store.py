@@ -86,6 +86,10 @@ class Store:
         """Read-only view for controllers' hot loops: callers must not mutate what they get."""
         return iter(list(self._objects.get(resource, {}).values()))
 
+    def limit_history(self, size: int) -> None:
+        """Keep only the newest `size` changes, as an etcd compaction would; tests use it to reach a 410."""
+        self._history = deque(self._history, maxlen=size)
+
     def oldest_resumable(self) -> int:
         """The smallest resourceVersion a watch may resume from without a 410."""
         return self._history[0].rv - 1 if self._history else self._rv

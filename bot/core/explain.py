@@ -1,0 +1,138 @@
+"""Cluster messages in plain words, each with what the user can do about it.
+
+Input is the upstream text (scheduler, Cluster Autoscaler, kubelet); output is what a data scientist
+should read in Slack. Unknown messages are passed through rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    key: str
+    """Stable id, so a thread reports the same problem once."""
+    summary: str
+    fix: str
+
+
+def failed_scheduling(message: str) -> str:
+    """Why a pod waits, from the scheduler's `0/N nodes are available: ...` message."""
+    reasons = message.split(". preemption:", 1)[0]
+    if "Insufficient nvidia.com/gpu" in reasons and "not-ready" not in reasons:
+        return "waiting for a GPU node: no node has a free GPU right now"
+    if "node.kubernetes.io/not-ready" in reasons:
+        return "waiting for a GPU node: a new node is starting up"
+    if "didn't match Pod's node affinity/selector" in reasons:
+        return "waiting for a GPU node: the GPU pool has no nodes yet"
+    if "untolerated taint" in reasons:
+        return "waiting for a GPU node: the only nodes are reserved for other work"
+    if "no nodes available" in reasons:
+        return "waiting for a GPU node: the cluster has no nodes"
+    return f"waiting for a GPU node: {reasons}"
+
+
+def not_triggered(message: str) -> Problem:
+    """NotTriggerScaleUp / FailedScaleUp: why no new node is coming."""
+    if "max node group size reached" in message:
+        return Problem(
+            "max-size",
+            "the GPU pool is at its maximum size, so no new node can be added",
+            "wait for a GPU to free up (`/gpu status` shows who holds them), or ask an admin to "
+            "raise the pool's maximum",
+        )
+    if "GCE out of resources" in message or "out of resources" in message:
+        return Problem(
+            "stockout",
+            "the cloud has no GPUs of this type in the zone right now",
+            "the autoscaler retries after a back-off; try another `--type` or try again later",
+        )
+    if "in backoff after failed scale-up" in message:
+        return Problem(
+            "backoff",
+            "a recent scale-up failed, so the autoscaler is waiting before it tries again",
+            "it retries by itself within 30 minutes; `/gpu status` shows the pool",
+        )
+    if "untolerated taint" in message:
+        return Problem(
+            "taint",
+            "no GPU pool accepts this workload: it does not tolerate the pool's taint",
+            "use a profile from `/gpu help`; gpubot adds the right toleration for each profile",
+        )
+    if "Insufficient nvidia.com/gpu" in message:
+        return Problem(
+            "too-many-gpus",
+            "no GPU pool has nodes with that many GPUs",
+            "ask for fewer GPUs with `--gpus`, or pick a bigger `--type`",
+        )
+    if "didn't match Pod's node affinity/selector" in message:
+        return Problem(
+            "no-pool",
+            "no GPU pool matches this workload's node selector",
+            "check the profile's node selector against the pools (`gpubot pool show`)",
+        )
+    return Problem(
+        "no-scale-up",
+        f"the autoscaler will not add a node: {message}",
+        "ask an admin to look at the pool and the autoscaler status",
+    )
+
+
+def image_pull(message: str) -> Problem:
+    image = _quoted(message)
+    target = f" `{image}`" if image else ""
+    if "not found" in message or "manifest unknown" in message:
+        return Problem(
+            "pull-not-found",
+            f"the image{target} does not exist (or the tag is wrong)",
+            "check the name and tag, e.g. `nvidia/cuda:12.4.1-base-ubuntu22.04`, then run again",
+        )
+    if "unauthorized" in message or "denied" in message:
+        return Problem(
+            "pull-denied",
+            f"the image{target} is private and the cluster may not pull it",
+            "use a public image or ask an admin to add an image pull secret",
+        )
+    return Problem(
+        "pull-failed", f"the image{target} could not be pulled", "check the image reference and run again"
+    )
+
+
+def crash_loop(message: str) -> Problem:
+    return Problem(
+        "crash-loop",
+        "the container keeps crashing and Kubernetes is restarting it",
+        "look at your command's output; `/gpu release` stops it",
+    )
+
+
+def oom_killed() -> Problem:
+    return Problem(
+        "oom",
+        "the container ran out of memory and was killed (OOMKilled)",
+        "ask for more with `--memory`, e.g. `--memory 32Gi`",
+    )
+
+
+def slow_provisioning(minutes: float, usual: float | None) -> Problem:
+    usual_text = f" (usually {usual:.0f} min)" if usual else ""
+    return Problem(
+        "slow",
+        f"the new GPU node is taking unusually long: {minutes:.0f} min so far{usual_text}",
+        "the autoscaler gives up after 15 minutes and retries; nothing to do yet",
+    )
+
+
+def finished(phase: str, exit_code: int | None, reason: str) -> str:
+    if phase == "Succeeded":
+        return "finished: the command exited 0"
+    if reason == "OOMKilled":
+        return "failed: out of memory (OOMKilled)"
+    return f"failed: the command exited {exit_code}" if exit_code is not None else "failed"
+
+
+def _quoted(message: str) -> str:
+    match = re.search(r'image "([^"]+)"', message)
+    return match.group(1) if match else ""

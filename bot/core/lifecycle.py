@@ -1,0 +1,220 @@
+"""A workload's journey from Pending to Running, as a pure state machine over what the watches see.
+
+The tracker feeds it pod, event and node observations in any order and with repeats; it answers
+with the milestones that are new, so a thread shows each step once, with the time it happened.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from bot.core import explain
+
+
+class Step(enum.IntEnum):
+    """Steps in the order a user lives them; a later step implies the earlier ones are over."""
+
+    WAITING = 1
+    SCALE_UP = 2
+    PROVISIONING = 3
+    NODE_READY = 4
+    GPU_READY = 5
+    SCHEDULED = 6
+    PULLING = 7
+    RUNNING = 8
+
+
+class Outcome(enum.Enum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DELETED = "deleted"
+
+
+@dataclass(frozen=True)
+class PodSeen:
+    at: datetime
+    phase: str
+    node: str = ""
+    waiting_reason: str = ""
+    waiting_message: str = ""
+    terminated_reason: str = ""
+    exit_code: int | None = None
+    restarts: int = 0
+    deleted: bool = False
+
+
+@dataclass(frozen=True)
+class EventSeen:
+    at: datetime
+    reason: str
+    message: str
+    type: str = "Normal"
+
+
+@dataclass(frozen=True)
+class NodeSeen:
+    at: datetime
+    name: str
+    ready: bool
+    gpus: int
+    pool: str = ""
+
+
+Observation = PodSeen | EventSeen | NodeSeen
+
+
+@dataclass(frozen=True)
+class Milestone:
+    step: Step | None
+    at: datetime
+    text: str
+    problem: explain.Problem | None = None
+    outcome: Outcome | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What is known about one workload; rebuilt from observations after a restart."""
+
+    created: datetime
+    reached: tuple[tuple[Step, datetime], ...] = ()
+    node: str = ""
+    pool: str = ""
+    scale_up: str = ""
+    problems: tuple[str, ...] = ()
+    outcome: Outcome | None = None
+    waiting_since: datetime | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def at(self, step: Step) -> datetime | None:
+        return next((t for s, t in self.reached if s == step), None)
+
+    @property
+    def step(self) -> Step | None:
+        return max((s for s, _ in self.reached), default=None)
+
+
+SCALE_UP_INFO = re.compile(r"\{(?P<group>\S+) (?P<old>\d+)->(?P<new>\d+) \(max: (?P<max>\d+)\)\}")
+
+
+def pool_name(group_id: str) -> str:
+    """The pool behind an autoscaler group id.
+
+    GKE ids are MIG URLs ending `gke-<cluster>-<pool>[-<hash>]-grp`; AWS ids are ASG names, kept as they are.
+    """
+    tail = group_id.rsplit("/", 1)[-1]
+    if not (tail.startswith("gke-") and tail.endswith("-grp")):
+        return tail
+    parts = tail.removeprefix("gke-").removesuffix("-grp").split("-")
+    if len(parts) > 2 and re.fullmatch(r"[0-9a-f]{8}", parts[-1]):
+        parts = parts[:-1]
+    return "-".join(parts[1:]) or tail
+
+
+def advance(progress: Progress, seen: Observation) -> tuple[Progress, list[Milestone]]:
+    if progress.outcome is not None:
+        return progress, []
+    if isinstance(seen, EventSeen):
+        return _on_event(progress, seen)
+    if isinstance(seen, NodeSeen):
+        return _on_node(progress, seen)
+    return _on_pod(progress, seen)
+
+
+def _reach(progress: Progress, step: Step, at: datetime, text: str) -> tuple[Progress, list[Milestone]]:
+    if progress.at(step) is not None or (progress.step is not None and progress.step > step):
+        return progress, []
+    return replace(progress, reached=(*progress.reached, (step, at))), [Milestone(step, at, text)]
+
+
+def _problem(progress: Progress, at: datetime, problem: explain.Problem) -> tuple[Progress, list[Milestone]]:
+    if problem.key in progress.problems:
+        return progress, []
+    return replace(progress, problems=(*progress.problems, problem.key)), [
+        Milestone(None, at, problem.summary, problem=problem)
+    ]
+
+
+def _on_event(progress: Progress, seen: EventSeen) -> tuple[Progress, list[Milestone]]:
+    if seen.reason == "FailedScheduling":
+        return _reach(progress, Step.WAITING, seen.at, explain.failed_scheduling(seen.message))
+    if seen.reason == "TriggeredScaleUp":
+        match = SCALE_UP_INFO.search(seen.message)
+        if not match:
+            return progress, []
+        pool = pool_name(match["group"])
+        progress = replace(
+            progress, pool=pool, scale_up=f"{match['old']}→{match['new']} of max {match['max']}"
+        )
+        progress, out = _reach(progress, Step.WAITING, seen.at, "waiting for a GPU node")
+        progress, more = _reach(
+            progress,
+            Step.SCALE_UP,
+            seen.at,
+            f"scale-up triggered: {pool} {match['old']}→{match['new']} (max {match['max']})",
+        )
+        return progress, out + more
+    if seen.reason in ("NotTriggerScaleUp", "FailedScaleUp"):
+        return _problem(progress, seen.at, explain.not_triggered(seen.message))
+    if seen.reason == "Scheduled":
+        node = seen.message.rsplit(" to ", 1)[-1]
+        return _reach(replace(progress, node=node), Step.SCHEDULED, seen.at, f"scheduled on {node}")
+    if seen.reason == "Pulling":
+        return _reach(progress, Step.PULLING, seen.at, "pulling the image")
+    if seen.reason == "Failed" and "pull" in seen.message.lower() and "Error:" not in seen.message:
+        return _problem(progress, seen.at, explain.image_pull(seen.message))
+    if seen.reason == "BackOff" and "restarting failed container" in seen.message:
+        return _problem(progress, seen.at, explain.crash_loop(seen.message))
+    return progress, []
+
+
+def _on_node(progress: Progress, seen: NodeSeen) -> tuple[Progress, list[Milestone]]:
+    if not progress.pool or seen.pool != progress.pool or progress.at(Step.SCALE_UP) is None:
+        return progress, []
+    if progress.node and seen.name != progress.node:
+        return progress, []
+    out: list[Milestone] = []
+    progress, step = _reach(progress, Step.PROVISIONING, seen.at, f"node {seen.name} is provisioning")
+    out += step
+    if seen.ready:
+        progress, step = _reach(progress, Step.NODE_READY, seen.at, f"node {seen.name} is Ready")
+        out += step
+    if seen.ready and seen.gpus > 0:
+        progress, step = _reach(
+            progress, Step.GPU_READY, seen.at, f"{seen.gpus} GPU allocatable on {seen.name}"
+        )
+        out += step
+    return progress, out
+
+
+def _on_pod(progress: Progress, seen: PodSeen) -> tuple[Progress, list[Milestone]]:
+    if seen.deleted:
+        return replace(progress, outcome=Outcome.DELETED), [
+            Milestone(None, seen.at, "deleted", outcome=Outcome.DELETED)
+        ]
+    out: list[Milestone] = []
+    if seen.node and not progress.node:
+        progress, step = _reach(
+            replace(progress, node=seen.node), Step.SCHEDULED, seen.at, f"scheduled on {seen.node}"
+        )
+        out += step
+    if seen.waiting_reason in ("ErrImagePull", "ImagePullBackOff", "InvalidImageName"):
+        progress, step = _problem(
+            progress, seen.at, explain.image_pull(seen.waiting_message or seen.waiting_reason)
+        )
+        out += step
+    if seen.phase == "Running" and not seen.waiting_reason:
+        progress, step = _reach(progress, Step.RUNNING, seen.at, "Running")
+        out += step
+    if seen.terminated_reason == "OOMKilled":
+        progress, step = _problem(progress, seen.at, explain.oom_killed())
+        out += step
+    if seen.phase in ("Succeeded", "Failed"):
+        outcome = Outcome.SUCCEEDED if seen.phase == "Succeeded" else Outcome.FAILED
+        text = explain.finished(seen.phase, seen.exit_code, seen.terminated_reason)
+        progress = replace(progress, outcome=outcome)
+        out.append(Milestone(None, seen.at, text, outcome=outcome))
+    return progress, out

@@ -1,0 +1,131 @@
+"""`gpubot sim` as a user runs it: a real process, its kubeconfig, a clean Ctrl-C, state across restarts."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import yaml
+from kubernetes import client, config
+
+from sim import seed
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_sim(tmp_path: Path, port: int, *extra: str) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "sim",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--kubeconfig",
+            str(tmp_path / "kubeconfig"),
+            "--speed",
+            "0",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout is not None
+    banner = []
+    for line in process.stdout:
+        banner.append(line)
+        if line.startswith("Ctrl-C stops it"):
+            break
+    assert any("kubectl get nodes" in line for line in banner), banner
+    return process
+
+
+def stop_sim(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGINT)
+    out, _ = process.communicate(timeout=20)
+    assert process.returncode == 0, out
+    return out
+
+
+def core_for(kubeconfig: Path) -> client.CoreV1Api:
+    return client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+
+
+def advance(port: int, seconds: float) -> None:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/simctl/v1/clock/advance",
+        data=json.dumps({"seconds": seconds}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+
+
+def test_sim_writes_a_kubeconfig_the_client_uses_and_stops_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    process = start_sim(tmp_path, port, "--no-gpu-pool")
+    try:
+        loaded = yaml.safe_load((tmp_path / "kubeconfig").read_text())
+        assert loaded["clusters"][0]["cluster"]["server"] == f"http://127.0.0.1:{port}"
+        nodes = core_for(tmp_path / "kubeconfig").list_node().items
+        assert len(nodes) == 2
+        assert all("default-pool" in n.metadata.name for n in nodes)
+    finally:
+        out = stop_sim(process)
+    assert "stopping the simulated cluster" in out
+
+
+def test_state_dir_keeps_the_cluster_across_a_restart(tmp_path: Path) -> None:
+    port = free_port()
+    state = tmp_path / "state"
+    process = start_sim(tmp_path, port, "--state-dir", str(state))
+    try:
+        status, _ = seed.post_pod(f"http://127.0.0.1:{port}", seed.seed_pod(), strict=True)
+        assert status == 201
+        advance(port, 600)
+        before = core_for(tmp_path / "kubeconfig").read_namespaced_pod("gpu-pod", "default")
+        assert before.status.phase == "Running"
+    finally:
+        stop_sim(process)
+    process = start_sim(tmp_path, port, "--state-dir", str(state))
+    try:
+        core = core_for(tmp_path / "kubeconfig")
+        after = core.read_namespaced_pod("gpu-pod", "default")
+        assert after.metadata.uid == before.metadata.uid
+        assert after.status.phase == "Running"
+        assert int(after.metadata.resource_version) >= int(before.metadata.resource_version)
+        assert any("gpu-pool" in n.metadata.name for n in core.list_node().items)
+    finally:
+        stop_sim(process)
+
+
+def test_listen_refuses_a_non_loopback_address(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "sim",
+            "--listen",
+            "0.0.0.0:1",
+            "--kubeconfig",
+            str(tmp_path / "k"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "loopback only" in result.stderr

@@ -1,0 +1,143 @@
+"""The progress state machine, fed the exact upstream messages the scheduler, autoscaler and kubelet emit."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.core import explain, lifecycle
+from bot.core.lifecycle import EventSeen, NodeSeen, Outcome, PodSeen, Progress, Step
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+GROUP = (
+    "https://www.googleapis.com/compute/v1/projects/demo/zones/local-a/instanceGroups/gke-demo-gpu-pool-grp"
+)
+NO_NODE = (
+    "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. preemption: "
+    "0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+)
+
+
+def at(seconds: int) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def feed(observations: list[lifecycle.Observation]) -> tuple[Progress, list[lifecycle.Milestone]]:
+    progress, out = Progress(created=T0), []
+    for seen in observations:
+        progress, new = lifecycle.advance(progress, seen)
+        out += new
+    return progress, out
+
+
+SEED_JOURNEY: list[lifecycle.Observation] = [
+    EventSeen(at(0), "FailedScheduling", NO_NODE, "Warning"),
+    EventSeen(at(40), "TriggeredScaleUp", f"pod triggered scale-up: [{{{GROUP} 0->1 (max: 5)}}]"),
+    EventSeen(at(60), "FailedScheduling", NO_NODE, "Warning"),
+    NodeSeen(at(130), "gke-demo-gpu-pool-ab12cd34-x1y2", ready=False, gpus=0, pool="gpu-pool"),
+    NodeSeen(at(160), "gke-demo-gpu-pool-ab12cd34-x1y2", ready=True, gpus=0, pool="gpu-pool"),
+    NodeSeen(at(280), "gke-demo-gpu-pool-ab12cd34-x1y2", ready=True, gpus=1, pool="gpu-pool"),
+    EventSeen(
+        at(280), "Scheduled", "Successfully assigned default/gpu-pod to gke-demo-gpu-pool-ab12cd34-x1y2"
+    ),
+    PodSeen(at(280), "Pending", node="gke-demo-gpu-pool-ab12cd34-x1y2", waiting_reason="ContainerCreating"),
+    EventSeen(at(281), "Pulling", 'Pulling image "nvidia/cuda:12.2.0-base-ubuntu22.04"'),
+    PodSeen(at(370), "Running", node="gke-demo-gpu-pool-ab12cd34-x1y2"),
+]
+
+
+def test_the_seed_journey_reaches_every_step_once_in_order() -> None:
+    progress, milestones = feed(SEED_JOURNEY + SEED_JOURNEY)  # repeats change nothing
+    steps = [m.step for m in milestones]
+    assert steps == list(Step)
+    assert [m.at for m in milestones] == [at(0), at(40), at(130), at(160), at(280), at(280), at(281), at(370)]
+    assert milestones[0].text == "waiting for a GPU node: the GPU pool has no nodes yet"
+    assert milestones[1].text == "scale-up triggered: gpu-pool 0→1 (max 5)"
+    assert progress.node == "gke-demo-gpu-pool-ab12cd34-x1y2"
+    assert progress.pool == "gpu-pool"
+
+
+def test_nodes_of_other_pools_are_not_our_node() -> None:
+    _, milestones = feed(
+        [*SEED_JOURNEY[:2], NodeSeen(at(50), "gke-demo-default-pool-1", True, 0, "default-pool")]
+    )
+    assert Step.PROVISIONING not in [m.step for m in milestones]
+
+
+@pytest.mark.parametrize(
+    ("group", "pool"),
+    [
+        (GROUP, "gpu-pool"),
+        ("https://x/instanceGroups/gke-prod-a100-pool-1a2b3c4d-grp", "a100-pool"),
+        ("eks-gpu-ng-asg", "eks-gpu-ng-asg"),
+    ],
+)
+def test_pool_names_from_autoscaler_group_ids(group: str, pool: str) -> None:
+    assert lifecycle.pool_name(group) == pool
+
+
+@pytest.mark.parametrize(
+    ("message", "key"),
+    [
+        ("pod didn't trigger scale-up: 1 max node group size reached", "max-size"),
+        ("pod didn't trigger scale-up: 1 node(s) had untolerated taint {nvidia.com/gpu: present}", "taint"),
+        ("pod didn't trigger scale-up: 1 Insufficient nvidia.com/gpu", "too-many-gpus"),
+        ("pod didn't trigger scale-up: 1 node(s) didn't match Pod's node affinity/selector", "no-pool"),
+        (
+            "Node scale up in zones local-a associated with this pod failed: GCE out of resources. "
+            "Pod is at risk of not being scheduled.",
+            "stockout",
+        ),
+        ("pod didn't trigger scale-up: 1 in backoff after failed scale-up", "backoff"),
+    ],
+)
+def test_no_scale_up_is_explained_with_a_fix(message: str, key: str) -> None:
+    _, milestones = feed([EventSeen(at(0), "NotTriggerScaleUp", message)] * 2)
+    assert len(milestones) == 1
+    problem = milestones[0].problem
+    assert problem is not None and problem.key == key and problem.fix
+
+
+def test_image_pull_failure_names_the_image() -> None:
+    message = (
+        'Failed to pull image "nvidia/cuda:notfound": rpc error: code = NotFound desc = failed to pull and '
+        'unpack image "docker.io/nvidia/cuda:notfound": not found'
+    )
+    _, milestones = feed([EventSeen(at(0), "Failed", message, "Warning")])
+    assert milestones[0].problem == explain.image_pull(message)
+    assert "`nvidia/cuda:notfound` does not exist" in milestones[0].text
+
+
+@pytest.mark.parametrize(
+    ("pod", "outcome", "text"),
+    [
+        (
+            PodSeen(at(9), "Succeeded", exit_code=0, terminated_reason="Completed"),
+            Outcome.SUCCEEDED,
+            "finished: the command exited 0",
+        ),
+        (
+            PodSeen(at(9), "Failed", exit_code=3, terminated_reason="Error"),
+            Outcome.FAILED,
+            "failed: the command exited 3",
+        ),
+        (
+            PodSeen(at(9), "Failed", exit_code=137, terminated_reason="OOMKilled"),
+            Outcome.FAILED,
+            "failed: out of memory (OOMKilled)",
+        ),
+        (PodSeen(at(9), "Running", deleted=True), Outcome.DELETED, "deleted"),
+    ],
+)
+def test_endings(pod: PodSeen, outcome: Outcome, text: str) -> None:
+    progress, milestones = feed([pod, pod])
+    assert progress.outcome is outcome
+    assert milestones[-1].text == text
+    assert [m.outcome for m in milestones].count(outcome) == 1
+
+
+def test_crash_loop_is_a_problem_reported_once() -> None:
+    backoff = "Back-off restarting failed container main in pod p_default(uid)"
+    _, milestones = feed([EventSeen(at(1), "BackOff", backoff, "Warning")] * 3)
+    assert [m.problem.key for m in milestones if m.problem] == ["crash-loop"]
