@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
 
-EPOCH = dt.datetime(2026, 1, 5, 9, 0, 0, tzinfo=dt.UTC)
-"""Simulated time starts on a Monday morning, so schedules in the demo read naturally."""
+EPOCH = dt.datetime.now(dt.UTC).replace(microsecond=0)
+"""Simulated time starts at the wall clock's now, so ages kubectl computes itself read right at speed 1."""
 
 
 @dataclass(order=True)
@@ -41,8 +41,9 @@ class Clock:
     A speed factor makes a driver task follow the wall clock, `speed` simulated seconds per real one.
     """
 
-    def __init__(self, *, speed: float | None = None, start: float = 0.0) -> None:
+    def __init__(self, *, speed: float | None = None, start: float = 0.0, epoch: dt.datetime = EPOCH) -> None:
         self.speed = speed
+        self.epoch = epoch
         self._now = start
         self._timers: list[Timer] = []
         self._seq = itertools.count()
@@ -55,13 +56,13 @@ class Clock:
         return self._now
 
     def datetime(self) -> dt.datetime:
-        return EPOCH + dt.timedelta(seconds=self._now)
+        return self.epoch + dt.timedelta(seconds=self._now)
 
     def to_datetime(self, seconds: float) -> dt.datetime:
-        return EPOCH + dt.timedelta(seconds=seconds)
+        return self.epoch + dt.timedelta(seconds=seconds)
 
     def from_datetime(self, moment: dt.datetime) -> float:
-        return (moment - EPOCH).total_seconds()
+        return (moment - self.epoch).total_seconds()
 
     # -- scheduling ----------------------------------------------------------------------
     def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:

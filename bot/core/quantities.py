@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-_CPU_CORES = re.compile(r"(\d{1,6})(?:\.(\d{1,3}))?|\.(\d{1,3})")
-_CPU_MILLIS = re.compile(r"(\d{1,9})m")
-_MEMORY = re.compile(r"(\d{1,12}(?:\.\d{1,6})?)(Ki|Mi|Gi|Ti|Pi|K|M|G|T|P)?")
+_CPU_CORES = re.compile(r"([0-9]{1,6})(?:\.([0-9]{1,3}))?|\.([0-9]{1,3})")
+_CPU_MILLIS = re.compile(r"([0-9]{1,9})m")
+_MEMORY = re.compile(r"([0-9]{1,12}(?:\.[0-9]{1,6})?)(Ki|Mi|Gi|Ti|Pi|K|M|G|T|P)?")
 
 MEMORY_UNITS: dict[str, int] = {
     "": 1,

@@ -59,7 +59,7 @@ def _add_extended_resource_tolerations(spec: Obj, tolerations: list[Obj]) -> Non
     for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
         if not isinstance(container, dict):
             continue
-        for name in ((container.get("resources") or {}).get("requests") or {}).keys():
+        for name in (container.get("resources") or {}).get("requests") or {}:
             if name.startswith(GPU_RESOURCE_PREFIXES):
                 wanted.add(name)
     for name in sorted(wanted):
@@ -72,7 +72,9 @@ def _add_default_toleration_seconds(tolerations: list[Obj]) -> None:
     """DefaultTolerationSeconds: 300 s for not-ready and unreachable NoExecute taints."""
     for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
         if not any(isinstance(t, dict) and t.get("key") == key for t in tolerations):
-            tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300})
+            tolerations.append(
+                {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+            )
 
 
 def qos_class(spec: Obj) -> str:
@@ -83,7 +85,10 @@ def qos_class(spec: Obj) -> str:
         resources = container.get("resources") or {}
         requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
         requests_any = requests_any or bool(requests) or bool(limits)
-        guaranteed = all(limits.get(r) is not None and requests.get(r, limits.get(r)) == limits.get(r) for r in ("cpu", "memory"))
+        guaranteed = all(
+            limits.get(r) is not None and requests.get(r, limits.get(r)) == limits.get(r)
+            for r in ("cpu", "memory")
+        )
         limits_all = limits_all and guaranteed
     if limits_all:
         return "Guaranteed"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
+import datetime
 import json
 import logging
 import secrets
@@ -18,6 +19,7 @@ from typing import Any
 
 import yaml
 from aiohttp import web
+from kubernetes.client import models as k8s_models
 
 from sim.cluster import (
     admission,
@@ -103,13 +105,20 @@ class ApiServer:
             return discovery.group_resource_list(parts[1], parts[2])
         if parts[0] == "apis" and len(parts) == 2:
             return discovery.group(parts[1])
+        if (
+            request.method == "POST"
+            and len(parts) == 5
+            and parts[:3] == ["api", "v1", "namespaces"]
+            and (parts[4] == "bindings")
+        ):
+            return self.bind_named(parts[3], await body_json(request))
         target = parse_target(parts)
         method = request.method
         is_collection = not target.name
         if method == "GET" and is_collection:
             if request.query.get("watch") in ("1", "true"):
                 return await self.watch(request, target)
-            return self.list(request, target)
+            return self.list_collection(request, target)
         if method == "GET":
             return self.respond(request, target.resource, self.read(target))
         if method == "POST" and target.subresource == "binding":
@@ -133,7 +142,7 @@ class ApiServer:
             raise errors.not_found(ref(target))
         return obj
 
-    def list(self, request: web.Request, target: Target) -> web.Response:
+    def list_collection(self, request: web.Request, target: Target) -> web.Response:
         res = target.resource
         matches = make_filter(res, request)
         objs = [o for o in self.store.items(res.key, target.namespace) if matches(o)]
@@ -141,8 +150,12 @@ class ApiServer:
         objs, token = paginate(objs, request.query)
         if wants_table(request):
             body = tables.table(
-                res.plural, objs, now=self.store.clock.datetime(), resource_version=rv,
-                include_object=request.query.get("includeObject", "Metadata"), continue_token=token,
+                res.plural,
+                objs,
+                now=self.store.clock.datetime(),
+                resource_version=rv,
+                include_object=request.query.get("includeObject", "Metadata"),
+                continue_token=token,
             )
             return web.json_response(body)
         meta: dict[str, Any] = {"resourceVersion": rv}
@@ -184,8 +197,11 @@ class ApiServer:
                 if kind:
                     await write_event(response, self._event(request, res, kind, change.obj, table))
             if request.query.get("allowWatchBookmarks") in ("1", "true"):
-                bookmark = {"kind": res.kind, "apiVersion": res.api_version,
-                            "metadata": {"resourceVersion": str(self.store.resource_version)}}
+                bookmark = {
+                    "kind": res.kind,
+                    "apiVersion": res.api_version,
+                    "metadata": {"resourceVersion": str(self.store.resource_version)},
+                }
                 await write_event(response, {"type": "BOOKMARK", "object": bookmark})
         except (ConnectionResetError, asyncio.CancelledError):
             pass
@@ -216,18 +232,30 @@ class ApiServer:
         shown = present(res, obj)
         if table:
             shown = tables.table(
-                res.plural, [obj], now=self.store.clock.datetime(),
+                res.plural,
+                [obj],
+                now=self.store.clock.datetime(),
                 resource_version=obj["metadata"]["resourceVersion"],
                 include_object=request.query.get("includeObject", "Metadata"),
             )
         return {"type": kind, "object": shown}
 
-    def respond(self, request: web.Request, res: Resource, obj: Obj, status: int = 200,
-                warnings: list[str] | None = None) -> web.Response:
-        headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
+    def respond(
+        self,
+        request: web.Request,
+        res: Resource,
+        obj: Obj,
+        status: int = 200,
+        warnings: list[str] | None = None,
+    ) -> web.Response:
+        headers = {"Warning": ", ".join(schema.warning_header(w) for w in warnings)} if warnings else None
         if wants_table(request):
-            body = tables.table(res.plural, [obj], now=self.store.clock.datetime(),
-                                resource_version=obj["metadata"]["resourceVersion"])
+            body = tables.table(
+                res.plural,
+                [obj],
+                now=self.store.clock.datetime(),
+                resource_version=obj["metadata"]["resourceVersion"],
+            )
             return web.json_response(body, status=status, headers=headers)
         return web.json_response(present(res, obj), status=status, headers=headers)
 
@@ -271,6 +299,9 @@ class ApiServer:
         meta["name"] = target.name
         if res.namespaced:
             meta["namespace"] = target.namespace
+        # rest.BeforeUpdate: an update's creationTimestamp is ignored, a missing uid carried over.
+        meta["creationTimestamp"] = current["metadata"]["creationTimestamp"]
+        meta.setdefault("uid", current["metadata"]["uid"])
         wanted_rv = meta.get("resourceVersion")
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(ref(target))
@@ -285,15 +316,16 @@ class ApiServer:
             raise errors.unsupported_media(content_type)
         patch = await body_json(request)
         current = self.read(target)
+        shown = present(res, current)  # a patch is written against the version the client speaks
         try:
             if kind == "merge":
-                patched = patches.merge_patch(current, patch)
+                patched = patches.merge_patch(shown, patch)
             elif kind == "json":
-                patched = patches.json_patch(current, patch)
+                patched = patches.json_patch(shown, patch)
             else:
-                patched = patches.strategic_merge_patch(current, patch)
+                patched = patches.strategic_merge_patch(shown, patch)
         except patches.PatchError as err:
-            raise errors.ApiError(err.code, "BadRequest" if err.code == 400 else "Invalid", err.message) from None
+            raise patch_error(kind, err) from None
         obj, warnings = self.decode(request, res, patched, verb="patch")
         for fixed in ("name", "namespace", "uid", "creationTimestamp"):
             if fixed in current["metadata"]:
@@ -327,22 +359,44 @@ class ApiServer:
                 obj["metadata"]["deletionTimestamp"] = current["metadata"]["deletionTimestamp"]
         return obj
 
+    def bind_named(self, namespace: str, body: Any) -> web.Response:
+        """`POST /api/v1/namespaces/NS/bindings`: the older form, naming the pod in the Binding's metadata."""
+        name = ((body or {}).get("metadata") or {}).get("name", "") if isinstance(body, dict) else ""
+        return self.bind(Target(resources.PODS, namespace, name, "binding"), body)
+
     def bind(self, target: Target, body: Any) -> web.Response:
+        node = (((body if isinstance(body, dict) else {}).get("target")) or {}).get("name", "")
+        if not node:
+            raise errors.invalid("Binding", target.name, [errors.required("target.name")])
         pod = self.read(target)
-        node = ((body or {}).get("target") or {}).get("name", "")
+        # BindingREST.setPodHostAndAnnotations answers these as Conflicts on pods/binding.
+        binding_ref = errors.ResourceRef("", "pods/binding", "Binding", target.name)
+        if pod["metadata"].get("deletionTimestamp"):
+            reason = f"pod {target.name} is being deleted, cannot be assigned to a host"
+            raise conflict_because(binding_ref, reason)
         if pod["spec"].get("nodeName"):
-            raise errors.conflict(ref(target))
+            reason = f'pod {target.name} is already assigned to node "{pod["spec"]["nodeName"]}"'
+            raise conflict_because(binding_ref, reason)
         self.bind_pod(pod, node)
-        return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                                  "code": 201}, status=201)
+        return web.json_response(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201},
+            status=201,
+        )
 
     def bind_pod(self, pod: Obj, node: str) -> Obj:
         """Binding sets nodeName and PodScheduled=True, as the binding REST storage does."""
         pod = copy.deepcopy(pod)
         pod["spec"]["nodeName"] = node
         conditions = [c for c in pod["status"].get("conditions", []) if c.get("type") != "PodScheduled"]
-        conditions.insert(0, {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                              "lastTransitionTime": rfc3339(self.store.clock)})
+        conditions.insert(
+            0,
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": rfc3339(self.store.clock),
+            },
+        )
         pod["status"]["conditions"] = conditions
         return self.store.replace("pods", pod)
 
@@ -350,9 +404,7 @@ class ApiServer:
         res = target.resource
         current = self.read(target)
         options = body if isinstance(body, dict) else {}
-        uid_precondition = (options.get("preconditions") or {}).get("uid")
-        if uid_precondition and uid_precondition != current["metadata"]["uid"]:
-            raise errors.conflict(ref(target))
+        check_preconditions(target, current, options.get("preconditions") or {})
         grace = request.query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
         result = self.delete_object(res, current, None if grace is None else int(grace))
         if res.plural in ("pods", "nodes", "namespaces"):
@@ -365,8 +417,11 @@ class ApiServer:
         if res.plural == "pods":
             if grace is None:
                 grace = int(current["spec"].get("terminationGracePeriodSeconds", 30))
-            if current["spec"].get("nodeName") and grace > 0 and current["status"].get("phase") not in (
-                "Succeeded", "Failed"):
+            if (
+                current["spec"].get("nodeName")
+                and grace > 0
+                and current["status"].get("phase") not in ("Succeeded", "Failed")
+            ):
                 return self.mark_deleting(res, current, grace)
         if res.plural == "namespaces":
             for other in resources.ALL:
@@ -394,22 +449,28 @@ class ApiServer:
         for obj in self.store.items(res.key, target.namespace):
             if matches(obj):
                 deleted.append(self.delete_object(res, obj, None if grace is None else int(grace)))
-        body = {"kind": res.list_kind, "apiVersion": res.api_version,
-                "metadata": {"resourceVersion": str(self.store.resource_version)},
-                "items": [present(res, o) for o in deleted]}
+        body = {
+            "kind": res.list_kind,
+            "apiVersion": res.api_version,
+            "metadata": {"resourceVersion": str(self.store.resource_version)},
+            "items": [present(res, o) for o in deleted],
+        }
         return web.json_response(body)
 
     # -- decoding, admission, validation ---------------------------------------------------
     def decode(self, request: web.Request, res: Resource, body: Any, *, verb: str) -> tuple[Obj, list[str]]:
         if not isinstance(body, dict):
-            raise errors.bad_request(f"the body of the request was in an unknown format: {type(body).__name__}")
+            raise errors.bad_request(
+                f"the body of the request was in an unknown format: {type(body).__name__}"
+            )
         kind, api_version = body.get("kind"), body.get("apiVersion")
-        if verb != "patch" and (kind, api_version) != (res.kind, res.api_version):
-            if kind and api_version:
-                raise errors.bad_request(
-                    f"the API version in the data ({api_version}) does not match the expected API version "
-                    f"({res.api_version})" if api_version != res.api_version else
-                    f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
+        if verb != "patch" and kind and api_version and (kind, api_version) != (res.kind, res.api_version):
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version "
+                f"({res.api_version})"
+                if api_version != res.api_version
+                else f"the kind in the data ({kind}) does not match the expected kind ({res.kind})"
+            )
         problems = schema.type_errors(res.model, body)
         if problems:
             raise errors.bad_request(schema_message(res, verb, problems[0]))
@@ -423,10 +484,13 @@ class ApiServer:
             if mode != "Ignore":
                 warnings = [f'unknown field "{p}"' for p in unknown]
         obj = schema.normalize(res.model, copy.deepcopy(body))
+        canonical_times(res.model, obj)
         omit_empty_metadata(obj)
         if res.group == "events.k8s.io":
             obj = events.from_events_v1(obj)
-        obj["kind"], obj["apiVersion"] = ("Event", "v1") if res.key == "events" else (res.kind, res.api_version)
+        obj["kind"], obj["apiVersion"] = (
+            ("Event", "v1") if res.key == "events" else (res.kind, res.api_version)
+        )
         return obj, warnings
 
     def admit(self, res: Resource, obj: Obj) -> None:
@@ -439,13 +503,21 @@ class ApiServer:
 
     def validate(self, res: Resource, obj: Obj, old: Obj | None) -> None:
         name = obj.get("metadata", {}).get("name", "")
-        causes = validation.validate(res.plural if res.key != "events" else "events", obj, old=old)
+        if res.group == "events.k8s.io":
+            # events.k8s.io/v1 writes get the strict ValidateEventCreate, worded in v1 field names.
+            causes = validation.validate(
+                "events.events.k8s.io", events.to_events_v1(obj, fill=False), old=old
+            )
+        else:
+            causes = validation.validate(res.plural, obj, old=old)
         if causes:
             raise errors.invalid(res.kind, name, causes, group=res.group)
         model = "CoreV1Event" if res.key == "events" else res.model
         failure = schema.check_client_model(model, obj)
         if failure:
-            raise errors.invalid(res.kind, name, [errors.Cause("FieldValueInvalid", "", failure)], group=res.group)
+            raise errors.invalid(
+                res.kind, name, [errors.Cause("FieldValueInvalid", "", failure)], group=res.group
+            )
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -470,6 +542,45 @@ def parse_target(parts: list[str]) -> Target:
     if sub and sub not in res.subresources:
         raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
     return Target(res, namespace, name, sub)
+
+
+MICRO_TIMES = {
+    ("V1LeaseSpec", "acquire_time"),
+    ("V1LeaseSpec", "renew_time"),
+    ("CoreV1Event", "event_time"),
+    ("CoreV1EventSeries", "last_observed_time"),
+    ("EventsV1Event", "event_time"),
+    ("EventsV1EventSeries", "last_observed_time"),
+}
+"""metav1.MicroTime fields; every other date-time is a metav1.Time, kept to the second."""
+
+
+def canonical_times(model: str, obj: Obj) -> None:
+    """Re-render timestamps as Go marshals them: the Python client sends `isoformat()`
+    (`...+00:00`, microseconds), the apiserver stores and returns UTC `Z` times."""
+    for key, field in schema.model_fields(model).items():
+        value = obj.get(key)
+        if value is None:
+            continue
+        inner = field.type.removeprefix("List[").removesuffix("]")
+        items = value if field.type.startswith("List[") and isinstance(value, list) else [value]
+        if field.type == "datetime" and isinstance(value, str):
+            obj[key] = go_time(value, micro=(model, field.attr) in MICRO_TIMES)
+        elif hasattr(k8s_models, inner) and inner != "object":
+            for item in items:
+                if isinstance(item, dict):
+                    canonical_times(inner, item)
+
+
+def go_time(text: str, *, micro: bool) -> str:
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return text  # type_errors has already refused what Go cannot parse
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    moment = moment.astimezone(datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
 OMITEMPTY_METADATA = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
@@ -537,7 +648,7 @@ def paginate(objs: list[Obj], query: Any) -> tuple[list[Obj], str]:
     limit = int(query.get("limit") or 0)
     if limit <= 0:
         return objs[start:], ""
-    page = objs[start:start + limit]
+    page = objs[start : start + limit]
     more = start + limit < len(objs)
     return page, base64.urlsafe_b64encode(str(start + limit).encode()).decode() if more else ""
 
@@ -572,9 +683,42 @@ def schema_message(res: Resource, verb: str, detail: str) -> str:
     return messages.cannot_handle(res.kind, res.version, detail)
 
 
+def check_preconditions(target: Target, current: Obj, preconditions: dict[str, Any]) -> None:
+    """DeleteOptions.preconditions, worded as ObjectMetaPreconditions.Check words a mismatch."""
+    for key, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+        wanted, actual = preconditions.get(key), current["metadata"].get(key)
+        if wanted and wanted != actual:
+            reason = (
+                f"Precondition failed: {label} in precondition: {wanted}, {label} in object meta: {actual}"
+            )
+            raise conflict_because(ref(target), reason)
+
+
+def conflict_because(ref: errors.ResourceRef, reason: str) -> errors.ApiError:
+    """errors.NewConflict with its own cause, as registries raise it (not the stale-version wording)."""
+    return errors.ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {ref.qualified()} "{ref.name}": {reason}',
+        ref.details(),
+    )
+
+
+def patch_error(kind: str, err: patches.PatchError) -> errors.ApiError:
+    """A JSON patch that does not apply is NewGenericServerResponse(422): a stock message, the cause apart."""
+    if kind == "json" and err.code == 422:
+        rejected = "the server rejected our request due to an error in our request"
+        cause = {"reason": "UnexpectedServerResponse", "message": err.message}
+        return errors.ApiError(422, "Invalid", rejected, {"causes": [cause]})
+    return errors.ApiError(err.code, "BadRequest" if err.code == 400 else "Invalid", err.message)
+
+
 def success_status(res: Resource, obj: Obj) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": obj["metadata"]["name"], "kind": res.plural,
-                               "uid": obj["metadata"].get("uid", "")}
+    details: dict[str, Any] = {
+        "name": obj["metadata"]["name"],
+        "kind": res.plural,
+        "uid": obj["metadata"].get("uid", ""),
+    }
     if res.group:
         details["group"] = res.group
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}

@@ -13,7 +13,7 @@ from datetime import datetime
 
 import yaml
 
-from sim.clock import EPOCH
+from sim.clock import Clock
 from sim.cluster import events, fit, messages, nodes, pools
 from sim.cluster.config import Faults, Timings
 from sim.cluster.scheduler import unschedulable_condition
@@ -112,7 +112,7 @@ class Autoscaler:
                     options.setdefault(pool.name, []).append(pod)
         if options:
             best = max(options, key=lambda name: (len(options[name]), -self._waste(name)))
-            # Success or a cloud error, this loop did scale up: NotTriggerScaleUp is only for loops that did not.
+            # A scale-up, even a failed one, means no NotTriggerScaleUp this loop (upstream ScaleUpError).
             self._expand(self.registry.get(best), options[best])
             return
         for pod in leftover:
@@ -125,7 +125,7 @@ class Autoscaler:
             )
 
     def _after_upcoming(self, pending: list[Obj]) -> list[Obj]:
-        """Pods that upcoming nodes (unregistered, NotReady, or with GPUs not yet allocatable) will not take."""
+        """Pods that neither existing nodes nor upcoming ones (unregistered, unready, GPU-less) will take."""
         # FilterOutSchedulable: pods the scheduler is about to place on existing nodes need no new node.
         pods = list(self.store.iter_raw("pods"))
         capacity: list[tuple[Obj, fit.Resources]] = [
@@ -149,7 +149,7 @@ class Autoscaler:
         return any(self._upcoming(p) for p in self.registry.list())
 
     def _upcoming(self, pool: pools.NodePool) -> int:
-        """clusterstate GetUpcomingNodes: the target less the nodes already usable (GPU-unready ones are not)."""
+        """clusterstate GetUpcomingNodes: the target less the usable nodes (GPU-unready ones are not)."""
         usable = sum(
             1 for n in self.node_ctl.nodes_of(pool.name) if nodes.is_ready(n) and not nodes.has_unready_gpu(n)
         )
@@ -369,7 +369,9 @@ class Autoscaler:
                     "name": pool.group_id(),
                     "health": {
                         "status": "Healthy",
-                        "nodeCounts": _counts(members, self.node_ctl.instances_of(pool.name), self.now()),
+                        "nodeCounts": _counts(
+                            members, self.node_ctl.instances_of(pool.name), self.store.clock
+                        ),
                         "cloudProviderTarget": pool.target_size,
                         "minSize": pool.min_size,
                         "maxSize": pool.max_size,
@@ -391,7 +393,7 @@ class Autoscaler:
             "clusterWide": {
                 "health": {
                     "status": "Healthy",
-                    "nodeCounts": _counts(all_nodes, instances, self.now()),
+                    "nodeCounts": _counts(all_nodes, instances, self.store.clock),
                     "lastProbeTime": probe,
                 },
                 "scaleUp": {"status": self.scale_up_status, "lastProbeTime": probe},
@@ -414,13 +416,16 @@ MAX_NODE_STARTUP_TIME = 15 * 60.0
 """clusterstate MaxNodeStartupTime: an unready node younger than this is NotStarted rather than Unready."""
 
 
-def _counts(members: list[Obj], instances: list[nodes.Instance], now: float) -> dict[str, object]:
+def _counts(members: list[Obj], instances: list[nodes.Instance], clock: Clock) -> dict[str, object]:
     """clusterstate updateReadinessStats: a GPU node without allocatable GPUs counts as unready (resource)."""
     ready = not_started = unready = resource_unready = deleting = 0
     for node in members:
         if nodes.is_ready(node) and not nodes.has_unready_gpu(node):
             ready += 1
-        elif now - _created(node) < MAX_NODE_STARTUP_TIME:
+        elif (
+            clock.now() - clock.from_datetime(_parse(node["metadata"]["creationTimestamp"]))
+            < MAX_NODE_STARTUP_TIME
+        ):
             not_started += 1
         else:
             unready += 1
@@ -437,10 +442,6 @@ def _counts(members: list[Obj], instances: list[nodes.Instance], now: float) -> 
         "longUnregistered": 0,
         "unregistered": len(instances),
     }
-
-
-def _created(obj: Obj) -> float:
-    return (_parse(obj["metadata"]["creationTimestamp"]) - EPOCH).total_seconds()
 
 
 def _is_daemon(pod: Obj) -> bool:

@@ -42,6 +42,8 @@ class Timings:
     """Image pull times by size class; CUDA and framework images are the large class."""
     sigterm_exit: float = 1.0
     """How long an ordinary process takes to exit on SIGTERM; `sleep` as PID 1 ignores it."""
+    pleg_relist: float = 1.0
+    """kubelet PLEG relist period: how soon an exited container is noticed (and first restarted)."""
     crash_backoff_initial: float = 10.0
     crash_backoff_max: float = 300.0
     """kubelet's container restart back-off: 10 s doubling to 5 min."""

@@ -32,8 +32,9 @@ def _resource_entries(res: Resource) -> list[dict[str, Any]]:
         "singularName": res.singular,
         "namespaced": res.namespaced,
         "kind": res.kind,
-        "verbs": resources.VERBS if res.plural != "namespaces" else [
-            v for v in resources.VERBS if v != "deletecollection"],
+        "verbs": resources.VERBS
+        if res.plural != "namespaces"
+        else [v for v in resources.VERBS if v != "deletecollection"],
     }
     if res.short_names:
         main["shortNames"] = list(res.short_names)
@@ -41,14 +42,26 @@ def _resource_entries(res: Resource) -> list[dict[str, Any]]:
     for sub in res.subresources:
         kind = "Binding" if sub == "binding" else res.kind
         verbs = ["create"] if sub == "binding" else ["get", "patch", "update"]
-        out.append({"name": f"{res.plural}/{sub}", "singularName": "", "namespaced": res.namespaced,
-                    "kind": kind, "verbs": verbs})
+        out.append(
+            {
+                "name": f"{res.plural}/{sub}",
+                "singularName": "",
+                "namespaced": res.namespaced,
+                "kind": kind,
+                "verbs": verbs,
+            }
+        )
     return out
 
 
 def _resource_list_body(group_version: str) -> dict[str, Any]:
     entries = [e for r in resources.group_versions()[group_version] for e in _resource_entries(r)]
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": entries}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": entries,
+    }
 
 
 def _groups() -> list[str]:
@@ -58,14 +71,23 @@ def _groups() -> list[str]:
 def _group_body(group: str) -> dict[str, Any]:
     versions = sorted({r.version for r in resources.ALL if r.group == group})
     entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": entries,
-            "preferredVersion": entries[0]}
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": group,
+        "versions": entries,
+        "preferredVersion": entries[0],
+    }
 
 
 async def api_versions(request: web.Request) -> web.Response:
-    return web.json_response({"kind": "APIVersions", "versions": ["v1"],
-                              "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
-                                                              "serverAddress": request.host}]})
+    return web.json_response(
+        {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": request.host}],
+        }
+    )
 
 
 async def api_groups(request: web.Request) -> web.Response:
@@ -95,9 +117,19 @@ def group(name: str) -> web.Response:
 
 
 def _not_found() -> web.Response:
-    return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                              "message": "the server could not find the requested resource",
-                              "reason": "NotFound", "details": {}, "code": 404}, status=404)
+    return web.json_response(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "the server could not find the requested resource",
+            "reason": "NotFound",
+            "details": {},
+            "code": 404,
+        },
+        status=404,
+    )
 
 
 def _openapi_key(group_version: str) -> str:
@@ -105,8 +137,10 @@ def _openapi_key(group_version: str) -> str:
 
 
 async def openapi_index(request: web.Request) -> web.Response:
-    paths = {_openapi_key(gv): {"serverRelativeURL": f"/openapi/v3/{_openapi_key(gv)}?hash=0"}
-             for gv in resources.group_versions()}
+    paths = {
+        _openapi_key(gv): {"serverRelativeURL": f"/openapi/v3/{_openapi_key(gv)}?hash=0"}
+        for gv in resources.group_versions()
+    }
     return web.json_response({"paths": paths})
 
 
@@ -132,5 +166,9 @@ def _openapi_doc(group_version: str, served: list[Resource]) -> dict[str, Any]:
             "responses": {"200": {"description": "OK"}},
         }
         paths[f"{prefix}{scope}/{res.plural}/{{name}}"] = {"patch": operation}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": VERSION["gitVersion"]},
-            "paths": paths, "components": {"schemas": {}}}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": VERSION["gitVersion"]},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }

@@ -6,7 +6,6 @@ as the real apiserver serves both from one etcd key.
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 from sim.cluster import store as store_mod
@@ -28,7 +27,8 @@ _V1_TO_CORE = {
 _SAME = ("metadata", "type", "reason", "action", "eventTime", "series")
 
 
-def to_events_v1(core: Obj) -> Obj:
+def to_events_v1(core: Obj, *, fill: bool = True) -> Obj:
+    """The events.k8s.io/v1 view; `fill` supplies the eventTime legacy events lack (off for validation)."""
     out: Obj = {"kind": "Event", "apiVersion": "events.k8s.io/v1"}
     for key in _SAME:
         if key in core:
@@ -36,7 +36,7 @@ def to_events_v1(core: Obj) -> Obj:
     for v1_key, core_key in _V1_TO_CORE.items():
         if core.get(core_key) not in (None, "", {}):
             out[v1_key] = core[core_key]
-    if not out.get("eventTime"):
+    if fill and not out.get("eventTime"):
         # The v1 model requires eventTime; legacy events carry only first/last timestamps.
         stamp = core.get("firstTimestamp") or core["metadata"].get("creationTimestamp")
         out["eventTime"] = stamp.replace("Z", ".000000Z") if stamp else None
@@ -82,6 +82,7 @@ class Recorder:
     def __init__(self, store: store_mod.Store) -> None:
         self.store = store
         self._seen: dict[tuple[str, ...], tuple[str, str]] = {}
+        self._sequence = 0
 
     def record(
         self,
@@ -108,7 +109,10 @@ class Recorder:
 
             if self.store.mutate("events", ns, name, bump) is not None:
                 return
-        name = f"{ref['name']}.{secrets.token_hex(8)}"
+        # client-go names events `<object>.<UnixNano in hex>`; the counter keeps same-instant events in order.
+        self._sequence += 1
+        stamp = int(self.store.clock.datetime().timestamp() * 1e9) + self._sequence
+        name = f"{ref['name']}.{stamp:x}"
         source = {"component": component, **({"host": host} if host else {})}
         event: Obj = {
             "kind": "Event",

@@ -10,10 +10,12 @@ What a container does is read from its command, deterministically:
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import shlex
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sim.cluster import events, messages
@@ -106,6 +108,7 @@ class PodRun:
     container_started: dict[str, float] = field(default_factory=dict)
     pull_failures: int = 0
     restarts: int = 0
+    crashes: int = 0
     stopping: bool = False
     timers: list[Any] = field(default_factory=list)
 
@@ -305,6 +308,29 @@ class Kubelets:
         if first.runs_for is not None:
             self._later(run, first.runs_for, lambda: self._exited(current, first.exit_code))
 
+    def resume(self) -> None:
+        """After a restart from saved state: pick up every pod a kubelet was looking after."""
+        for pod in self.store.items("pods"):
+            node = pod["spec"].get("nodeName")
+            if not node or pod["status"].get("phase") in ("Succeeded", "Failed"):
+                continue
+            run = self.runs.setdefault(pod["metadata"]["uid"], PodRun(pod["metadata"]["uid"], node))
+            if pod["metadata"].get("deletionTimestamp"):
+                run.stopping = True
+                self._later(run, 0.0, functools.partial(self._stop_pod, pod), keep=False)
+            elif pod["status"].get("phase") == "Running":
+                self._resume_running(run, pod)
+            else:
+                self._later(run, 0.0, functools.partial(self._start_pod, pod))
+
+    def _resume_running(self, run: PodRun, pod: Obj) -> None:
+        first = behaviour(pod["spec"]["containers"][0])
+        if first.runs_for is None:
+            return
+        started = self.clock.from_datetime(_parse_time(_started_at(pod)))
+        left = max(started + first.runs_for - self.clock.now(), 0.0)
+        self._later(run, left, lambda: self._exited(pod, first.exit_code))
+
     # -- exits and restarts ------------------------------------------------------------------
     def _exited(self, pod: Obj, exit_code: int) -> None:
         run = self.runs.get(pod["metadata"]["uid"])
@@ -323,14 +349,22 @@ class Kubelets:
         if not restart:
             self._finish(current, terminated)
             return
-        run.restarts += 1
-        backoff = min(
-            self.timings.crash_backoff_initial * 2 ** (run.restarts - 1), self.timings.crash_backoff_max
-        )
+        # kubelet doBackOff: the first crash restarts at once; later ones wait 10 s, doubling to 5 min.
+        run.crashes += 1
+        backoff = 0.0
+        if run.crashes > 1:
+            backoff = min(
+                self.timings.crash_backoff_initial * 2 ** (run.crashes - 2), self.timings.crash_backoff_max
+            )
         name = current["spec"]["containers"][0]["name"]
         meta = current["metadata"]
+        waiting = {
+            "reason": "CrashLoopBackOff",
+            "message": f"back-off {messages.go_duration(backoff)} restarting failed container={name} "
+            f"pod={meta['name']}_{meta['namespace']}({meta['uid']})",
+        }
 
-        def crash_loop(p: Obj) -> None:
+        def crashed(p: Obj) -> None:
             p["status"]["phase"] = "Running"
             for c in p["status"]["conditions"]:
                 if c["type"] in ("Ready", "ContainersReady"):
@@ -341,27 +375,26 @@ class Kubelets:
                         lastTransitionTime=now,
                     )
             for status in p["status"]["containerStatuses"]:
-                status.update(
-                    ready=False,
-                    started=False,
-                    restartCount=run.restarts,
-                    lastState={"terminated": terminated},
-                    state={
-                        "waiting": {
-                            "reason": "CrashLoopBackOff",
-                            "message": f"back-off {messages.go_duration(backoff)} restarting failed container={name} pod={meta['name']}_{meta['namespace']}({meta['uid']})",
-                        }
-                    },
-                )
+                status.update(ready=False, started=False)
+                if backoff:
+                    status.update(lastState={"terminated": terminated}, state={"waiting": waiting})
+                else:
+                    status.update(state={"terminated": terminated})
 
-        current = self.store.mutate("pods", meta["namespace"], meta["name"], crash_loop) or current
-        self._event(
-            current,
-            "Warning",
-            "BackOff",
-            messages.back_off_restarting(name, meta["name"], meta["namespace"], meta["uid"]),
-        )
-        self._later(run, backoff, lambda: self._create_and_start(current))
+        current = self.store.mutate("pods", meta["namespace"], meta["name"], crashed) or current
+        if backoff:
+            self._event(
+                current,
+                "Warning",
+                "BackOff",
+                messages.back_off_restarting(name, meta["name"], meta["namespace"], meta["uid"]),
+            )
+
+        def start_again() -> None:
+            run.restarts += 1
+            self._create_and_start(current)
+
+        self._later(run, backoff or self.timings.pleg_relist, start_again)
 
     def _finish(self, pod: Obj, terminated: dict[str, Any]) -> None:
         phase = "Succeeded" if terminated["exitCode"] == 0 else "Failed"
@@ -444,7 +477,9 @@ def _running(container: Obj, now: str, restarts: int, previous: Obj) -> Obj:
         "restartCount": restarts,
         "started": True,
         "state": {"running": {"startedAt": now}},
-        "lastState": previous.get("lastState", {}),
+        "lastState": previous["state"]
+        if "terminated" in previous.get("state", {})
+        else previous.get("lastState", {}),
     }
 
 
@@ -454,6 +489,10 @@ def _started_at(pod: Obj) -> str:
         if started:
             return str(started)
     return rfc3339_unknown()
+
+
+def _parse_time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 def rfc3339_unknown() -> str:

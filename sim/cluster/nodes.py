@@ -6,6 +6,7 @@ later shows `nvidia.com/gpu` in allocatable once the driver and device plugin ar
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 from dataclasses import dataclass, field
@@ -333,6 +334,17 @@ class NodeController:
         )
         if has_unready_gpu(node):
             self.clock.call_later(self.timings.gpu_plugin_delay, lambda: self._gpus_up(name))
+
+    def resume(self) -> None:
+        """After a restart from saved state: finish bringing up nodes that were on their way."""
+        for node in self.store.items("nodes"):
+            name = node["metadata"]["name"]
+            if not is_ready(node):
+                self.clock.call_later(
+                    self.timings.node_ready_delay, functools.partial(self._mark_ready, name)
+                )
+            elif has_unready_gpu(node):
+                self.clock.call_later(self.timings.gpu_plugin_delay, functools.partial(self._gpus_up, name))
 
     def _gpus_up(self, name: str) -> None:
         node = self.store.get("nodes", "", name)

@@ -181,10 +181,15 @@ class Store:
 
     # -- persistence -----------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        return {"resourceVersion": self._rv, "objects": {r: list(b.values()) for r, b in self._objects.items()}}
+        return {
+            "resourceVersion": self._rv,
+            "objects": {r: list(b.values()) for r, b in self._objects.items()},
+        }
 
     def restore(self, data: dict[str, Any]) -> None:
-        """Reload a snapshot; history starts empty, so older watch versions answer 410 as after a compaction."""
+        """Reload a snapshot; history starts empty, so older versions answer 410 as after a compaction."""
         self._rv = int(data["resourceVersion"])
         for resource, objs in data["objects"].items():
-            self._objects[resource] = {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs}
+            self._objects[resource] = {
+                (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs
+            }

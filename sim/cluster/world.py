@@ -6,12 +6,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -214,7 +216,12 @@ class World:
         if path is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        state = {"clock": self.clock.now(), "store": self.store.snapshot(), "pools": self.registry.snapshot()}
+        state = {
+            "epoch": self.clock.epoch.isoformat(),
+            "clock": self.clock.now(),
+            "store": self.store.snapshot(),
+            "pools": self.registry.snapshot(),
+        }
         path.write_text(json.dumps(state))
 
     def _restore(self) -> bool:
@@ -222,11 +229,15 @@ class World:
         if path is None or not path.exists():
             return False
         state = json.loads(path.read_text())
+        # Keep the saved epoch, so stored timestamps and the clock still agree.
+        self.clock.epoch = datetime.fromisoformat(state["epoch"])
         self.clock.run_due(float(state["clock"]))
         self.store.restore(state["store"])
         self.registry.restore(state["pools"])
-        for pool in self.registry.list():
-            self.clock.call_soon(lambda name=pool.name: self.node_ctl.reconcile(name))
+        for name in [p.name for p in self.registry.list()]:
+            self.clock.call_soon(functools.partial(self.node_ctl.reconcile, name))
+        self.node_ctl.resume()
+        self.kubelets.resume()
         return True
 
     def kubeconfig(self) -> dict[str, Any]:

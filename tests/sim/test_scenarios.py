@@ -1,4 +1,4 @@
-"""The embedded cluster end to end, as GKE with the Cluster Autoscaler behaves: real client, simulated clock."""
+"""The embedded cluster end to end, behaving as GKE with the Cluster Autoscaler: real client, manual clock."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import yaml
 from kubernetes import client
 
-from sim.clock import EPOCH
 from sim import seed
+from sim.clock import EPOCH
 from sim.cluster import pools, world
 
 GPU_POOL = "gpu-pool"
@@ -77,7 +77,9 @@ def status_events(core: client.CoreV1Api, reason: str) -> list[Any]:
 
 
 def autoscaler_status(core: client.CoreV1Api) -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load(core.read_namespaced_config_map(STATUS_NAME, STATUS_NS).data["status"])
+    loaded: dict[str, Any] = yaml.safe_load(
+        core.read_namespaced_config_map(STATUS_NAME, STATUS_NS).data["status"]
+    )
     return loaded
 
 
@@ -128,7 +130,8 @@ NOT_READY_NODE = (
     "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
 )
 GPU_NOT_YET_ALLOCATABLE = (
-    "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector. "
+    "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, "
+    "2 node(s) didn't match Pod's node affinity/selector. "
     "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
     "2 Preemption is not helpful for scheduling.."
 )
@@ -154,7 +157,11 @@ def test_seed_scenario_scales_from_zero_runs_and_scales_back_to_zero(
     pending = core.read_namespaced_pod("gpu-pod", "default")
     assert pending.status.phase == "Pending"
     scheduled = next(c for c in pending.status.conditions if c.type == "PodScheduled")
-    assert (scheduled.status, scheduled.reason, scheduled.message) == ("False", "Unschedulable", UNMATCHED_DEFAULT_POOL)
+    assert (scheduled.status, scheduled.reason, scheduled.message) == (
+        "False",
+        "Unschedulable",
+        UNMATCHED_DEFAULT_POOL,
+    )
     assert [(e.type, e.reason, e.message) for e in events_of(core, "gpu-pod")] == [
         ("Warning", "FailedScheduling", UNMATCHED_DEFAULT_POOL)
     ]
@@ -162,7 +169,9 @@ def test_seed_scenario_scales_from_zero_runs_and_scales_back_to_zero(
     # CA waits for the GPU pod to be 30 s old, and only acts on its 10 s scan.
     sim.advance(26)
     assert with_reason(core, "gpu-pod", "TriggeredScaleUp") == []
-    triggered_at = advance_until(sim, lambda: bool(with_reason(core, "gpu-pod", "TriggeredScaleUp")), limit=20, step=1)
+    triggered_at = advance_until(
+        sim, lambda: bool(with_reason(core, "gpu-pod", "TriggeredScaleUp")), limit=20, step=1
+    )
     assert created + 30 <= triggered_at < created + 30 + 10 and triggered_at % 10 == 0
     [triggered] = with_reason(core, "gpu-pod", "TriggeredScaleUp")
     assert (triggered.type, triggered.source.component) == ("Normal", "cluster-autoscaler")
@@ -173,7 +182,9 @@ def test_seed_scenario_scales_from_zero_runs_and_scales_back_to_zero(
     [node] = pool_nodes(core)
     assert not ready(node)
     assert ("node.kubernetes.io/not-ready", "NoSchedule") in [(t.key, t.effect) for t in node.spec.taints]
-    assert ("nvidia.com/gpu", "present", "NoSchedule") in [(t.key, t.value, t.effect) for t in node.spec.taints]
+    assert ("nvidia.com/gpu", "present", "NoSchedule") in [
+        (t.key, t.value, t.effect) for t in node.spec.taints
+    ]
     assert GPU not in (node.status.allocatable or {})
     sim.settle()
     assert first_of(events_of(core, "gpu-pod"), "FailedScheduling", NOT_READY_NODE)
@@ -183,9 +194,14 @@ def test_seed_scenario_scales_from_zero_runs_and_scales_back_to_zero(
     assert core.read_namespaced_pod("gpu-pod", "default").spec.node_name is None
     assert group_status(core)["health"]["nodeCounts"]["registered"]["total"] == 1
 
-    gpu_at = advance_until(sim, lambda: pool_nodes(core)[0].status.allocatable.get(GPU) == "1", limit=900, step=1)
+    gpu_at = advance_until(
+        sim, lambda: pool_nodes(core)[0].status.allocatable.get(GPU) == "1", limit=900, step=1
+    )
     running_at = advance_until(
-        sim, lambda: core.read_namespaced_pod("gpu-pod", "default").status.phase == "Running", limit=900, step=5
+        sim,
+        lambda: core.read_namespaced_pod("gpu-pod", "default").status.phase == "Running",
+        limit=900,
+        step=5,
     )
     assert created < triggered_at < registered_at < ready_at < gpu_at <= running_at
     assert 4 * 60 <= running_at - created <= 10 * 60
@@ -207,8 +223,12 @@ def test_seed_scenario_scales_from_zero_runs_and_scales_back_to_zero(
     assert milestones[4].message == f"Successfully assigned default/gpu-pod to {node.metadata.name}"
     pull_took = seconds(milestones[6].event_time) - seconds(milestones[5].event_time)
     assert pull_took >= 30, "a CUDA image takes a while to pull"
-    assert milestones[6].message.startswith('Successfully pulled image "nvidia/cuda:12.2.0-base-ubuntu22.04" in ')
-    assert [(e.source.component, e.source.host) for e in timeline[-4:]] == [("kubelet", node.metadata.name)] * 4
+    assert milestones[6].message.startswith(
+        'Successfully pulled image "nvidia/cuda:12.2.0-base-ubuntu22.04" in '
+    )
+    assert [(e.source.component, e.source.host) for e in timeline[-4:]] == [
+        ("kubelet", node.metadata.name)
+    ] * 4
 
     # Exactly one scale-up: the unready node (NotReady, then Ready without GPUs) counted as upcoming.
     assert len(with_reason(core, "gpu-pod", "TriggeredScaleUp")) == 1
@@ -236,18 +256,30 @@ def test_seed_scenario_scales_from_zero_runs_and_scales_back_to_zero(
 
 
 def set_max(sim: world.BackgroundWorld, max_size: int, *, min_size: int = 0, pool: str = GPU_POOL) -> None:
-    sim.run(lambda: sim.world.registry.set_autoscaling(pool, enabled=True, min_size=min_size, max_size=max_size))
+    sim.run(
+        lambda: sim.world.registry.set_autoscaling(pool, enabled=True, min_size=min_size, max_size=max_size)
+    )
 
 
 @pytest.mark.parametrize(
     ("pods", "max_size", "reason"),
     [
-        pytest.param([pod("plain", selector={"app-type": "gpu-workloads"})], 5,
-                     "1 node(s) had untolerated taint {nvidia.com/gpu: present}", id="untolerated-taint"),
+        pytest.param(
+            [pod("plain", selector={"app-type": "gpu-workloads"})],
+            5,
+            "1 node(s) had untolerated taint {nvidia.com/gpu: present}",
+            id="untolerated-taint",
+        ),
         pytest.param([gpu_pod("two-gpus", gpus=2)], 5, "1 Insufficient nvidia.com/gpu", id="too-many-gpus"),
-        pytest.param([gpu_pod("nowhere", selector={"app-type": "nowhere"})], 5,
-                     "1 node(s) didn't match Pod's node affinity/selector", id="selector"),
-        pytest.param([gpu_pod("first"), gpu_pod("second")], 1, "1 max node group size reached", id="max-size"),
+        pytest.param(
+            [gpu_pod("nowhere", selector={"app-type": "nowhere"})],
+            5,
+            "1 node(s) didn't match Pod's node affinity/selector",
+            id="selector",
+        ),
+        pytest.param(
+            [gpu_pod("first"), gpu_pod("second")], 1, "1 max node group size reached", id="max-size"
+        ),
     ],
 )
 def test_not_trigger_scale_up_says_why_once(
@@ -264,7 +296,9 @@ def test_not_trigger_scale_up_says_why_once(
     ]
     triggered = [e for m in pods for e in with_reason(core, m["metadata"]["name"], "TriggeredScaleUp")]
     if max_size == 1:  # both pods asked, the group grew to its max for them, the one left over is told
-        assert [e.message for e in triggered] == [f"pod triggered scale-up: [{{{group_id(sim)} 0->1 (max: 1)}}]"] * 2
+        assert [e.message for e in triggered] == [
+            f"pod triggered scale-up: [{{{group_id(sim)} 0->1 (max: 1)}}]"
+        ] * 2
     else:
         assert triggered == [] and target_size(sim) == 0
 
@@ -297,7 +331,9 @@ def test_stockout_fails_the_scale_up_backs_off_and_retries_once_healed(
 ) -> None:
     sim.world.set_fault(GPU_POOL, "stockout")
     core.create_namespaced_pod("default", gpu_pod("gpu-pod"))
-    failed_at = advance_until(sim, lambda: bool(with_reason(core, "gpu-pod", "FailedScaleUp")), limit=60, step=5)
+    failed_at = advance_until(
+        sim, lambda: bool(with_reason(core, "gpu-pod", "FailedScaleUp")), limit=60, step=5
+    )
     [failed] = with_reason(core, "gpu-pod", "FailedScaleUp")
     assert (failed.type, failed.source.component) == ("Warning", "cluster-autoscaler")
     assert failed.message == (
@@ -320,10 +356,14 @@ def test_stockout_fails_the_scale_up_backs_off_and_retries_once_healed(
     retried_at = advance_until(sim, lambda: bool(with_reason(core, "gpu-pod", "TriggeredScaleUp")), limit=900)
     assert 5 * 60 <= retried_at - failed_at <= 5 * 60 + 15, "CA's first backoff is 5 minutes"
     assert group_status(core)["scaleUp"]["status"] == "InProgress"
-    advance_until(sim, lambda: core.read_namespaced_pod("gpu-pod", "default").status.phase == "Running", limit=900)
+    advance_until(
+        sim, lambda: core.read_namespaced_pod("gpu-pod", "default").status.phase == "Running", limit=900
+    )
 
 
-def test_stockout_that_persists_doubles_the_backoff(sim: world.BackgroundWorld, core: client.CoreV1Api) -> None:
+def test_stockout_that_persists_doubles_the_backoff(
+    sim: world.BackgroundWorld, core: client.CoreV1Api
+) -> None:
     sim.world.set_fault(GPU_POOL, "stockout")
     core.create_namespaced_pod("default", gpu_pod("gpu-pod"))
     sim.advance(40 + 5 * 60 + 10 * 60 + 10, step=10)
@@ -337,7 +377,9 @@ def test_nodes_that_never_register_time_out_after_15_minutes(
 ) -> None:
     sim.world.set_fault(GPU_POOL, "never_register")
     core.create_namespaced_pod("default", gpu_pod("gpu-pod"))
-    triggered_at = advance_until(sim, lambda: bool(with_reason(core, "gpu-pod", "TriggeredScaleUp")), limit=60)
+    triggered_at = advance_until(
+        sim, lambda: bool(with_reason(core, "gpu-pod", "TriggeredScaleUp")), limit=60
+    )
     assert target_size(sim) == 1
     sim.advance(15 * 60 - 20, step=10)
     assert status_events(core, "ScaleUpTimedOut") == [] and target_size(sim) == 1
@@ -346,7 +388,9 @@ def test_nodes_that_never_register_time_out_after_15_minutes(
     assert 15 * 60 <= timed_out_at - triggered_at <= 15 * 60 + 10
     [timed_out] = status_events(core, "ScaleUpTimedOut")
     assert (timed_out.type, timed_out.message) == (
-        "Warning", f"Nodes added to group {group_id(sim)} failed to register within 15m0s")
+        "Warning",
+        f"Nodes added to group {group_id(sim)} failed to register within 15m0s",
+    )
     assert target_size(sim) == 0 and pool_nodes(core) == []
     group = group_status(core)
     assert group["scaleUp"]["status"] == "Backoff" and group["health"]["nodeCounts"]["unregistered"] == 0
@@ -361,25 +405,46 @@ def test_nodes_that_never_register_time_out_after_15_minutes(
 def bring_up_gpu_node(sim: world.BackgroundWorld, core: client.CoreV1Api) -> str:
     """One GPU node via setSize (not a CA scale-up, so no scale-down cooldown), Ready with GPUs."""
     sim.run(lambda: sim.world.registry.set_size(GPU_POOL, 1))
-    advance_until(sim, lambda: any((n.status.allocatable or {}).get(GPU) for n in pool_nodes(core)), limit=600)
+    advance_until(
+        sim, lambda: any((n.status.allocatable or {}).get(GPU) for n in pool_nodes(core)), limit=600
+    )
     [node] = pool_nodes(core)
     return str(node.metadata.name)
 
 
 GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
-DAEMON_OWNER = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "nvidia-gpu-device-plugin",
-                "uid": "00000000-0000-0000-0000-000000000001", "controller": True}
+DAEMON_OWNER = {
+    "apiVersion": "apps/v1",
+    "kind": "DaemonSet",
+    "name": "nvidia-gpu-device-plugin",
+    "uid": "00000000-0000-0000-0000-000000000001",
+    "controller": True,
+}
 
 
 @pytest.mark.parametrize(
     ("resident", "kept"),
     [
-        pytest.param(gpu_pod("pinned", annotations={"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}),
-                     True, id="safe-to-evict-false"),
-        pytest.param(pod("bare", selector={"app-type": "gpu-workloads"}, tolerations=[GPU_TOLERATION]),
-                     True, id="non-daemonset-pod"),
-        pytest.param(pod("plugin", selector={"app-type": "gpu-workloads"}, tolerations=[GPU_TOLERATION],
-                         owner=DAEMON_OWNER), False, id="daemonset-pod-only"),
+        pytest.param(
+            gpu_pod("pinned", annotations={"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}),
+            True,
+            id="safe-to-evict-false",
+        ),
+        pytest.param(
+            pod("bare", selector={"app-type": "gpu-workloads"}, tolerations=[GPU_TOLERATION]),
+            True,
+            id="non-daemonset-pod",
+        ),
+        pytest.param(
+            pod(
+                "plugin",
+                selector={"app-type": "gpu-workloads"},
+                tolerations=[GPU_TOLERATION],
+                owner=DAEMON_OWNER,
+            ),
+            False,
+            id="daemonset-pod-only",
+        ),
         pytest.param(None, False, id="empty"),
     ],
 )
@@ -390,7 +455,9 @@ def test_what_keeps_a_node_from_scale_down(
     if resident:
         core.create_namespaced_pod("default", resident)
         name = resident["metadata"]["name"]
-        advance_until(sim, lambda: core.read_namespaced_pod(name, "default").status.phase == "Running", limit=300)
+        advance_until(
+            sim, lambda: core.read_namespaced_pod(name, "default").status.phase == "Running", limit=300
+        )
         assert core.read_namespaced_pod(name, "default").spec.node_name == node
     sim.advance(30 * 60, step=10)
     assert [n.metadata.name for n in pool_nodes(core)] == ([node] if kept else [])
@@ -408,14 +475,18 @@ def test_min_size_and_scale_down_disabled_keep_empty_nodes(
     sim.run(lambda: sim.world.registry.create(spare_gpu_pool()))
     advance_until(sim, lambda: len(pool_nodes(core, "spare-gpu")) == 1, limit=300)
     [spare] = pool_nodes(core, "spare-gpu")
-    core.patch_node(spare.metadata.name, {"metadata": {"annotations": {
-        "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}}})
+    core.patch_node(
+        spare.metadata.name,
+        {"metadata": {"annotations": {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}}},
+    )
     sim.advance(40 * 60, step=10)
     assert len(pool_nodes(core)) == 1 and target_size(sim) == 1
     assert [n.metadata.name for n in pool_nodes(core, "spare-gpu")] == [spare.metadata.name]
     assert status_events(core, "ScaleDownEmpty") == []
-    core.patch_node(spare.metadata.name, {"metadata": {"annotations": {
-        "cluster-autoscaler.kubernetes.io/scale-down-disabled": None}}})
+    core.patch_node(
+        spare.metadata.name,
+        {"metadata": {"annotations": {"cluster-autoscaler.kubernetes.io/scale-down-disabled": None}}},
+    )
     removed_at = advance_until(sim, lambda: not pool_nodes(core, "spare-gpu"), limit=20 * 60, step=10)
     assert removed_at > 0 and len(pool_nodes(core)) == 1
 
@@ -440,10 +511,14 @@ def gke(sim: world.BackgroundWorld) -> Any:
     )
 
 
-POOL_PATH = f"projects/{world.PROJECT}/locations/{world.LOCATION}/clusters/{world.CLUSTER}/nodePools/{GPU_POOL}"
+POOL_PATH = (
+    f"projects/{world.PROJECT}/locations/{world.LOCATION}/clusters/{world.CLUSTER}/nodePools/{GPU_POOL}"
+)
 
 
-def test_set_size_creates_and_removes_nodes(sim: world.BackgroundWorld, core: client.CoreV1Api, gke: Any) -> None:
+def test_set_size_creates_and_removes_nodes(
+    sim: world.BackgroundWorld, core: client.CoreV1Api, gke: Any
+) -> None:
     gke.set_node_pool_size(request={"name": POOL_PATH, "node_count": 3})
     assert target_size(sim) == 3
     advance_until(sim, lambda: len([n for n in pool_nodes(core) if ready(n)]) == 3, limit=300)
@@ -467,6 +542,7 @@ def test_lowering_max_shrinks_the_pool_and_caps_later_scale_ups(
     gke.set_node_pool_autoscaling(request={"name": POOL_PATH, "autoscaling": autoscaling})
     sim.settle()
     assert len(pool_nodes(core)) == 1 and target_size(sim) == 1
+    sim.advance(10)  # the status configmap is rewritten on the next scan
     assert group_status(core)["health"]["maxSize"] == 1
     for name in ("a", "b"):
         core.create_namespaced_pod("default", gpu_pod(name, command=["python", "train.py"]))
@@ -481,10 +557,15 @@ def test_deleting_the_pool_removes_its_nodes_and_their_pods(
     sim: world.BackgroundWorld, core: client.CoreV1Api, gke: Any
 ) -> None:
     gke.set_node_pool_size(request={"name": POOL_PATH, "node_count": 2})
-    advance_until(sim, lambda: sum(bool((n.status.allocatable or {}).get(GPU)) for n in pool_nodes(core)) == 2,
-                  limit=600)
+    advance_until(
+        sim,
+        lambda: sum(bool((n.status.allocatable or {}).get(GPU)) for n in pool_nodes(core)) == 2,
+        limit=600,
+    )
     core.create_namespaced_pod("default", gpu_pod("worker", command=["python", "train.py"]))
-    advance_until(sim, lambda: core.read_namespaced_pod("worker", "default").status.phase == "Running", limit=300)
+    advance_until(
+        sim, lambda: core.read_namespaced_pod("worker", "default").status.phase == "Running", limit=300
+    )
     gke.delete_node_pool(name=POOL_PATH)
     sim.advance(60, step=5)
     assert pool_nodes(core) == []
@@ -492,3 +573,24 @@ def test_deleting_the_pool_removes_its_nodes_and_their_pods(
     assert len(core.list_node().items) == 2, "the default pool is untouched"
     names = [g["name"] for g in autoscaler_status(core)["nodeGroups"]]
     assert not any(f"-{GPU_POOL}-grp" in n for n in names)
+
+
+def test_no_scale_down_within_10_minutes_of_any_scale_up(
+    sim: world.BackgroundWorld, core: client.CoreV1Api
+) -> None:
+    idle = bring_up_gpu_node(sim, core)
+    idle_since = now(sim)
+    spare = spare_gpu_pool()
+    spare.target_size, spare.autoscaling = 0, True
+    sim.run(lambda: sim.world.registry.create(spare))
+    sim.advance(5 * 60, step=10)
+    core.create_namespaced_pod("default", gpu_pod("spare-job", selector={"app-type": "spare"}))
+    scaled_up_at = advance_until(
+        sim, lambda: bool(with_reason(core, "spare-job", "TriggeredScaleUp")), limit=60
+    )
+    assert scaled_up_at - idle_since < 10 * 60
+    removed_at = advance_until(
+        sim, lambda: idle not in [n.metadata.name for n in pool_nodes(core)], limit=1800
+    )
+    assert removed_at - scaled_up_at >= 10 * 60, "scale-down-delay-after-add holds every group back"
+    assert removed_at - scaled_up_at <= 10 * 60 + 10

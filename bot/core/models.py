@@ -1,0 +1,166 @@
+"""The domain vocabulary shared by handlers, services and adapters: frozen dataclasses, no effects.
+
+Everything that crosses a zone boundary is one of these, never a vendor object, so the core can be
+tested without Slack or Kubernetes and adapters can be swapped without touching decisions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.core import labels
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """One Kubernetes toleration, named exactly as the Pod API names its fields (`key`, never `important`)."""
+
+    key: str
+    operator: str = "Equal"
+    """`Equal` (needs `value`) or `Exists` (must not have one)."""
+    value: str = ""
+    effect: str = ""
+    """`NoSchedule`, `PreferNoSchedule`, `NoExecute`, or empty for all effects."""
+    toleration_seconds: int | None = None
+    """Only meaningful with `NoExecute`: how long the pod stays after the taint appears."""
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    """A kind of GPU a user may ask for with `--type`, and how a pod lands on it."""
+
+    name: str
+    resource_name: str = labels.GPU_RESOURCE
+    max_count: int = 1
+    """GPUs one pod may ask for; no more than one node of the pool has."""
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: tuple[tuple[str, str], ...] = ()
+    """Pairs rather than a dict so the profile stays hashable; see `node_selector_map`."""
+    default_cpu_millis: int = 2000
+    default_memory_bytes: int = 8 * GIB
+    price_per_hour: float = 0.0
+    """US dollars per node-hour (GPU plus host machine), for cost lines in status and episodes."""
+    accelerator: str = ""
+    """The cloud's accelerator name (e.g. `nvidia-tesla-t4`), for display."""
+    description: str = ""
+
+    @property
+    def node_selector_map(self) -> dict[str, str]:
+        return dict(self.node_selector)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The Slack user a workload belongs to."""
+
+    user_id: str
+    """Slack user id such as `U01ABC2DEF`; the identity used for ownership and quota."""
+    user_name: str = ""
+    team_id: str = ""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """`/gpu run`: what the user asked for; unset fields fall back to the profile's and policy's defaults."""
+
+    image: str
+    gpus: int = 1
+    profile: str | None = None
+    hours: float | None = None
+    cpu_millis: int | None = None
+    memory_bytes: int | None = None
+    name: str | None = None
+    command: tuple[str, ...] = ()
+    """Container args after `--`, passed as a list: never through a shell."""
+    text: str = ""
+    """The original command text, as typed after `/gpu`."""
+
+
+@dataclass(frozen=True)
+class StatusRequest:
+    """`/gpu status [all]`: the caller's workloads, or everyone's with `all`."""
+
+    everyone: bool = False
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    """`/gpu release [NAME|all]`: no name means "my only workload"; the service asks if there are several."""
+
+    name: str | None = None
+    everything: bool = False
+
+
+@dataclass(frozen=True)
+class ExtendRequest:
+    """`/gpu extend [NAME] [HOURS]`: push a lease end further; no hours means the default lease."""
+
+    name: str | None = None
+    hours: float | None = None
+
+
+@dataclass(frozen=True)
+class HelpRequest:
+    """`/gpu help [COMMAND]`."""
+
+    topic: str | None = None
+
+
+GpuCommand = RunRequest | StatusRequest | ReleaseRequest | ExtendRequest | HelpRequest
+
+
+@dataclass(frozen=True)
+class UsageError:
+    """A refused command: what is wrong, and a command the user can type instead."""
+
+    problem: str
+    suggestion: str
+
+    @property
+    def message(self) -> str:
+        return f"{self.problem}\nTry: `{self.suggestion}`"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class QuotaPolicy:
+    """Per-user limits and who the admins are, from configuration."""
+
+    max_gpus_per_user: int = 2
+    default_lease_hours: float = 4.0
+    max_lease_hours: float = 24.0
+    admins: frozenset[str] = frozenset()
+    """Slack user ids allowed to release anyone's workload."""
+
+    def is_admin(self, user_id: str) -> bool:
+        return user_id in self.admins
+
+
+@dataclass(frozen=True)
+class PodSecurity:
+    """The pod and container securityContext gpubot applies to every workload."""
+
+    run_as_non_root: bool = False
+    """Off by default: CUDA base images run as root; turn on when every allowed image has a non-root user."""
+    run_as_user: int | None = None
+    read_only_root_filesystem: bool = False
+    automount_service_account_token: bool = False
+    service_account_name: str | None = None
+    priority_class_name: str | None = None
+    image_pull_secrets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One who/what/when record, kept in the pod's audit annotation and logged as a structured line."""
+
+    action: str
+    actor: str
+    at: datetime
+    detail: tuple[tuple[str, str], ...] = ()
+    """Extra facts as pairs (image, gpus, name, …), kept in order."""

@@ -1,0 +1,266 @@
+"""The Pod manifest for a `/gpu run`: the seed's hand-written pod, done right, as a pure function.
+
+Right means: the profile's tolerations with Kubernetes' real field names, GPU limits equal to requests,
+the node selector, CPU/memory requests, no shell, a locked-down securityContext, and labels and
+annotations that let a restarted bot rebuild everything from the cluster alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.core import labels, models, quantities
+
+CONTAINER_NAME = "workload"
+NAME_PREFIX = "gpu"
+OWNER_FRAGMENT_MAX = 24
+SUFFIX_LENGTH = 6
+TERMINATION_GRACE_SECONDS = 30
+
+Manifest = dict[str, Any]
+
+
+def format_time(moment: datetime) -> str:
+    """RFC 3339 in UTC, whole seconds (`2024-05-01T12:00:00Z`), as Kubernetes writes timestamps."""
+    if moment.tzinfo is None:
+        raise ValueError("times must be timezone-aware; the core never guesses a zone")
+    return moment.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str) -> datetime | None:
+    """The inverse of format_time (also accepts offsets and fractions); None for anything else."""
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def pod_name(request: models.RunRequest, owner: models.Owner, *, channel: str, thread_ts: str | None) -> str:
+    """`--name` if given, else `gpu-<owner>-<suffix>`.
+
+    The suffix is derived from the Slack thread, not random: a create retried for the same thread (a
+    Slack retry, or a restart mid-request) collides with 409 Conflict instead of making a second pod.
+    """
+    if request.name:
+        return request.name
+    owner_part = labels.to_dns1123_fragment(owner.user_id, max_length=OWNER_FRAGMENT_MAX) or "user"
+    seed = "\x00".join((owner.user_id, channel, thread_ts or "", request.text, request.image))
+    return f"{NAME_PREFIX}-{owner_part}-{hashlib.sha256(seed.encode()).hexdigest()[:SUFFIX_LENGTH]}"
+
+
+def toleration_manifest(toleration: models.Toleration) -> Manifest:
+    out: Manifest = {"key": toleration.key, "operator": toleration.operator}
+    if toleration.operator == "Equal":
+        out["value"] = toleration.value
+    if toleration.effect:
+        out["effect"] = toleration.effect
+    if toleration.toleration_seconds is not None:
+        out["tolerationSeconds"] = toleration.toleration_seconds
+    return out
+
+
+def resources_manifest(request: models.RunRequest, profile: models.GpuProfile) -> Manifest:
+    """GPU limits = requests (extended resources require it); memory is limited, CPU is not (no throttle)."""
+    cpu = quantities.format_cpu(request.cpu_millis or profile.default_cpu_millis)
+    memory = quantities.format_memory(request.memory_bytes or profile.default_memory_bytes)
+    gpus = str(request.gpus)
+    return {
+        "requests": {"cpu": cpu, "memory": memory, profile.resource_name: gpus},
+        "limits": {"memory": memory, profile.resource_name: gpus},
+    }
+
+
+def container_security(security: models.PodSecurity) -> Manifest:
+    return {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "readOnlyRootFilesystem": security.read_only_root_filesystem,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
+def pod_security(security: models.PodSecurity) -> Manifest:
+    out: Manifest = {"seccompProfile": {"type": "RuntimeDefault"}}
+    if security.run_as_non_root:
+        out["runAsNonRoot"] = True
+    if security.run_as_user is not None:
+        out["runAsUser"] = security.run_as_user
+    return out
+
+
+def container_manifest(
+    request: models.RunRequest, profile: models.GpuProfile, security: models.PodSecurity
+) -> Manifest:
+    """One container; the command after `--` is the argv itself (like `kubectl run --command`), no shell."""
+    container: Manifest = {
+        "name": CONTAINER_NAME,
+        "image": request.image,
+        "imagePullPolicy": "IfNotPresent",
+        "resources": resources_manifest(request, profile),
+        "securityContext": container_security(security),
+    }
+    if request.command:
+        container["command"] = list(request.command)
+    return container
+
+
+def spec_manifest(
+    request: models.RunRequest, profile: models.GpuProfile, security: models.PodSecurity
+) -> Manifest:
+    spec: Manifest = {
+        "containers": [container_manifest(request, profile, security)],
+        "restartPolicy": "Never",
+        "tolerations": [toleration_manifest(t) for t in profile.tolerations],
+        "nodeSelector": profile.node_selector_map,
+        "securityContext": pod_security(security),
+        "automountServiceAccountToken": security.automount_service_account_token,
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
+    }
+    if security.service_account_name:
+        spec["serviceAccountName"] = security.service_account_name
+    if security.priority_class_name:
+        spec["priorityClassName"] = security.priority_class_name
+    if security.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": name} for name in security.image_pull_secrets]
+    return spec
+
+
+def pod_labels(owner: models.Owner, profile: models.GpuProfile) -> dict[str, str]:
+    return {
+        labels.MANAGED_BY_LABEL: labels.MANAGED_BY_VALUE,
+        labels.COMPONENT_LABEL: labels.COMPONENT_VALUE,
+        labels.OWNER_LABEL: labels.to_label_value(owner.user_id),
+        labels.PROFILE_LABEL: labels.to_label_value(profile.name),
+    }
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= labels.ANNOTATION_TEXT_MAX else text[: labels.ANNOTATION_TEXT_MAX - 1] + "…"
+
+
+def audit_json(entries: list[models.AuditEntry]) -> str:
+    return json.dumps([audit_fields(entry) for entry in entries], separators=(",", ":"), ensure_ascii=False)
+
+
+def audit_fields(entry: models.AuditEntry) -> dict[str, str]:
+    """Flat who/what/when fields: the audit annotation's records, and the structured log line's extras."""
+    return {"action": entry.action, "actor": entry.actor, "at": format_time(entry.at), **dict(entry.detail)}
+
+
+def append_audit(existing: str | None, entry: models.AuditEntry) -> str:
+    """Add one record to an audit annotation's JSON list; an unreadable old value is kept, not lost."""
+    try:
+        records = json.loads(existing) if existing else []
+    except ValueError:
+        records = [{"unparsed": existing}]
+    if not isinstance(records, list):
+        records = [{"unparsed": existing}]
+    records.append(audit_fields(entry))
+    return json.dumps(records, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the workload's conversation lives and how long it may run: build_pod's inputs besides the ask."""
+
+    now: datetime
+    lease: timedelta
+    channel: str
+    thread_ts: str | None
+
+
+def run_audit_entry(
+    request: models.RunRequest, owner: models.Owner, profile: models.GpuProfile, now: datetime
+) -> models.AuditEntry:
+    detail = (("image", request.image), ("gpus", str(request.gpus)), ("profile", profile.name))
+    return models.AuditEntry(action="run", actor=owner.user_id, at=now, detail=detail)
+
+
+def pod_annotations(
+    request: models.RunRequest, owner: models.Owner, profile: models.GpuProfile, placement: Placement
+) -> dict[str, str]:
+    hours = placement.lease.total_seconds() / 3600
+    annotations = {
+        labels.CHANNEL_ANNOTATION: placement.channel,
+        labels.REQUESTER_ANNOTATION: owner.user_id,
+        labels.REQUESTED_AT_ANNOTATION: format_time(placement.now),
+        labels.LEASE_END_ANNOTATION: format_time(placement.now + placement.lease),
+        labels.LEASE_HOURS_ANNOTATION: f"{hours:g}",
+        labels.COMMAND_ANNOTATION: _clip(f"/gpu {request.text}".rstrip()),
+        labels.AUDIT_ANNOTATION: audit_json([run_audit_entry(request, owner, profile, placement.now)]),
+    }
+    if placement.thread_ts:
+        annotations[labels.THREAD_TS_ANNOTATION] = placement.thread_ts
+    if owner.user_name:
+        annotations[labels.REQUESTER_NAME_ANNOTATION] = _clip(owner.user_name)
+    if owner.team_id:
+        annotations[labels.TEAM_ANNOTATION] = owner.team_id
+    return annotations
+
+
+def build_pod(
+    request: models.RunRequest,
+    profile: models.GpuProfile,
+    owner: models.Owner,
+    *,
+    now: datetime,
+    lease: timedelta,
+    channel: str,
+    thread_ts: str | None,
+    namespace: str,
+    security: models.PodSecurity | None = None,
+) -> Manifest:
+    """The complete v1 Pod for one accepted request; the caller creates it, nothing here does I/O."""
+    placement = Placement(now=now, lease=lease, channel=channel, thread_ts=thread_ts)
+    name = pod_name(request, owner, channel=channel, thread_ts=thread_ts)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": pod_labels(owner, profile),
+            "annotations": pod_annotations(request, owner, profile, placement),
+        },
+        "spec": spec_manifest(request, profile, security or models.PodSecurity()),
+    }
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What gpubot wrote on one of its pods, read back: how a restarted bot resumes a thread."""
+
+    name: str
+    namespace: str
+    owner_id: str
+    profile: str
+    channel: str
+    thread_ts: str | None
+    lease_end: datetime | None
+    command: str
+
+
+def read_origin(pod: Mapping[str, Any]) -> Origin | None:
+    """Inverse of build_pod's metadata; None for pods gpubot does not manage."""
+    metadata = pod.get("metadata") or {}
+    pod_labels_seen: Mapping[str, str] = metadata.get("labels") or {}
+    if pod_labels_seen.get(labels.MANAGED_BY_LABEL) != labels.MANAGED_BY_VALUE:
+        return None
+    notes: Mapping[str, str] = metadata.get("annotations") or {}
+    return Origin(
+        name=str(metadata.get("name", "")),
+        namespace=str(metadata.get("namespace", "")),
+        owner_id=notes.get(labels.REQUESTER_ANNOTATION) or pod_labels_seen.get(labels.OWNER_LABEL, ""),
+        profile=pod_labels_seen.get(labels.PROFILE_LABEL, ""),
+        channel=notes.get(labels.CHANNEL_ANNOTATION, ""),
+        thread_ts=notes.get(labels.THREAD_TS_ANNOTATION) or None,
+        lease_end=parse_time(notes.get(labels.LEASE_END_ANNOTATION, "")),
+        command=notes.get(labels.COMMAND_ANNOTATION, ""),
+    )

@@ -1,0 +1,532 @@
+"""The one place gpubot reads its environment, plus the GPU profiles file; everything else gets these values.
+
+Every problem is collected and reported together at start-up, naming the variable or YAML path, so an
+operator fixes a deployment in one go instead of one crash at a time.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from bot.core import commands, labels, models, quantities
+
+SlackMode = Literal["socket", "http"]
+REDACTED = "***"
+
+
+class SettingsError(ValueError):
+    """The environment or the profiles file is unusable; the message lists every problem found."""
+
+
+@dataclass(frozen=True)
+class SlackSettings:
+    bot_token: str = field(repr=False)
+    """`xoxb-…`; needed in both modes."""
+    app_token: str = field(default="", repr=False)
+    """`xapp-…`; Socket Mode only."""
+    signing_secret: str = field(default="", repr=False)
+    """HTTP mode only: verifies that requests come from Slack."""
+    api_base_url: str = "https://slack.com/api/"
+    """Where the Web API lives; tests and the demo point this at the emulator."""
+    mode: SlackMode = "socket"
+    """Socket Mode by default: no public URL needed."""
+    http_port: int = 3000
+    http_path: str = "/slack/events"
+    scale_channel: str = ""
+    """Channel id for one message per scale episode; empty turns channel notifications off."""
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    kubeconfig: str = ""
+    """Path to a kubeconfig; empty means the client's default (`~/.kube/config`) unless in-cluster."""
+    context: str = ""
+    namespace: str = "default"
+    """Where gpubot creates and watches its pods."""
+    in_cluster: bool = False
+    """Use the pod's service account; the default when running inside Kubernetes without KUBECONFIG."""
+
+
+@dataclass(frozen=True)
+class RedisSettings:
+    url: str = field(default="redis://localhost:6379/0", repr=False)
+    key_prefix: str = "gpubot:"
+    """Keys are namespaced so one Redis can serve several bots."""
+
+
+@dataclass(frozen=True)
+class ReaperSettings:
+    default_lease_hours: float = 4.0
+    """A lease long enough for an experiment, short enough that a forgotten GPU is reclaimed the same day."""
+    max_lease_hours: float = 24.0
+    reminder_minutes: float = 30.0
+    """Minutes before the lease ends when the owner gets a reminder with an Extend button."""
+    interval_seconds: float = 60.0
+    """How often the reaper looks; leases are in hours, so a minute of lateness is harmless."""
+    dry_run: bool = False
+    """Log what would be deleted, delete nothing."""
+
+
+@dataclass(frozen=True)
+class QuotaSettings:
+    max_gpus_per_user: int = 2
+    """GPUs one user may hold (running or pending) at once."""
+    admins: frozenset[str] = frozenset()
+    """Slack user ids who may release anyone's workload."""
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    profiles_file: str = ""
+    """YAML file of GPU profiles; empty means the built-in `t4` profile matching the seed's pool."""
+    default_profile: str = ""
+    """Overrides the file's `default:`."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    slack: SlackSettings
+    cluster: ClusterSettings = ClusterSettings()
+    redis: RedisSettings = RedisSettings()
+    reaper: ReaperSettings = ReaperSettings()
+    quota: QuotaSettings = QuotaSettings()
+    profiles: ProfileSettings = ProfileSettings()
+    log_level: str = "INFO"
+    log_json: bool = False
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from `environ` (default: the process environment), or raise SettingsError."""
+        reader = _EnvReader(os.environ if environ is None else environ)
+        settings = _read_settings(reader)
+        if reader.problems:
+            raise SettingsError("invalid configuration:\n  " + "\n  ".join(reader.problems))
+        return settings
+
+    def policy(self) -> models.QuotaPolicy:
+        """The core's view of quota and lease limits."""
+        return models.QuotaPolicy(
+            max_gpus_per_user=self.quota.max_gpus_per_user,
+            default_lease_hours=self.reaper.default_lease_hours,
+            max_lease_hours=self.reaper.max_lease_hours,
+            admins=self.quota.admins,
+        )
+
+    def redacted(self) -> dict[str, Any]:
+        """Everything, fit to log at start-up: tokens and secrets masked, passwords cut from the Redis URL."""
+        slack = self.slack
+        return {
+            "slack": {
+                "bot_token": _mask(slack.bot_token),
+                "app_token": _mask(slack.app_token),
+                "signing_secret": _mask(slack.signing_secret),
+                "api_base_url": slack.api_base_url,
+                "mode": slack.mode,
+                "http_port": slack.http_port,
+                "http_path": slack.http_path,
+                "scale_channel": slack.scale_channel,
+            },
+            "cluster": vars(self.cluster).copy(),
+            "redis": {"url": redact_url(self.redis.url), "key_prefix": self.redis.key_prefix},
+            "reaper": vars(self.reaper).copy(),
+            "quota": {"max_gpus_per_user": self.quota.max_gpus_per_user, "admins": sorted(self.quota.admins)},
+            "profiles": vars(self.profiles).copy(),
+            "log_level": self.log_level,
+            "log_json": self.log_json,
+        }
+
+
+def _mask(secret: str) -> str:
+    return REDACTED if secret else ""
+
+
+def redact_url(url: str) -> str:
+    """`redis://:secret@host:6379/0` → `redis://:***@host:6379/0`."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:{REDACTED}@{host}"))
+
+
+# --- environment -----------------------------------------------------------------------------------------
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
+
+
+class _EnvReader:
+    """Typed reads of environment variables that collect problems instead of raising on the first."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self.problems: list[str] = []
+
+    def text(self, name: str, default: str = "") -> str:
+        return self.environ.get(name, default).strip()
+
+    def flag(self, name: str, default: bool = False) -> bool:
+        raw = self.text(name).lower()
+        if name not in self.environ:
+            return default
+        if raw in _TRUE or raw in _FALSE:
+            return raw in _TRUE
+        self.problems.append(f"{name}={raw!r}: expected true or false")
+        return default
+
+    def number(self, name: str, default: float, *, minimum: float, maximum: float) -> float:
+        raw = self.text(name)
+        try:
+            value = float(raw) if raw else default
+        except ValueError:
+            value = float("nan")
+        return self._bounded(name, raw, value, default, minimum=minimum, maximum=maximum)
+
+    def integer(self, name: str, default: int, *, minimum: int, maximum: int) -> int:
+        raw = self.text(name)
+        if raw and not re.fullmatch(r"-?[0-9]+", raw):
+            self.problems.append(f"{name}={raw!r}: expected a whole number")
+            return default
+        value = int(raw) if raw else default
+        return int(self._bounded(name, raw, value, default, minimum=minimum, maximum=maximum))
+
+    def _bounded(
+        self, name: str, raw: str, value: float, default: float, *, minimum: float, maximum: float
+    ) -> float:
+        if minimum <= value <= maximum:  # also false for NaN, the marker for "not a number"
+            return value
+        self.problems.append(f"{name}={raw!r}: expected a number from {minimum:g} to {maximum:g}")
+        return default
+
+    def require(self, name: str, why: str) -> str:
+        value = self.text(name)
+        if not value:
+            self.problems.append(f"{name} is required {why}")
+        return value
+
+
+def _read_slack(env: _EnvReader) -> SlackSettings:
+    mode = env.text("SLACK_MODE", "socket").lower()
+    if mode not in ("socket", "http"):
+        env.problems.append(f"SLACK_MODE={mode!r}: expected socket or http")
+        mode = "socket"
+    bot_token = env.require("SLACK_BOT_TOKEN", "(the bot's xoxb- token)")
+    app_token = (
+        env.require("SLACK_APP_TOKEN", "in Socket Mode") if mode == "socket" else env.text("SLACK_APP_TOKEN")
+    )
+    secret = (
+        env.require("SLACK_SIGNING_SECRET", "in HTTP mode")
+        if mode == "http"
+        else env.text("SLACK_SIGNING_SECRET")
+    )
+    base_url = env.text("SLACK_API_URL", "https://slack.com/api/")
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", base_url):
+        env.problems.append(f"SLACK_API_URL={base_url!r}: expected an http(s) URL")
+    return SlackSettings(
+        bot_token=bot_token,
+        app_token=app_token,
+        signing_secret=secret,
+        api_base_url=base_url if base_url.endswith("/") else base_url + "/",
+        mode="http" if mode == "http" else "socket",
+        http_port=env.integer("PORT", 3000, minimum=1, maximum=65535),
+        http_path=env.text("SLACK_HTTP_PATH", "/slack/events"),
+        scale_channel=env.text("GPUBOT_SCALE_CHANNEL"),
+    )
+
+
+def _read_cluster(env: _EnvReader) -> ClusterSettings:
+    kubeconfig = env.text("KUBECONFIG")
+    in_cluster_default = not kubeconfig and bool(env.text("KUBERNETES_SERVICE_HOST"))
+    namespace = env.text("GPUBOT_NAMESPACE", "default")
+    if not labels.is_dns1123_label(namespace):
+        env.problems.append(f"GPUBOT_NAMESPACE={namespace!r}: not a valid namespace name")
+    return ClusterSettings(
+        kubeconfig=kubeconfig,
+        context=env.text("GPUBOT_KUBE_CONTEXT"),
+        namespace=namespace,
+        in_cluster=env.flag("GPUBOT_IN_CLUSTER", in_cluster_default),
+    )
+
+
+def _read_reaper(env: _EnvReader) -> ReaperSettings:
+    max_hours = env.number("GPUBOT_MAX_LEASE_HOURS", 24.0, minimum=0.1, maximum=commands.MAX_HOURS)
+    default_hours = env.number("GPUBOT_DEFAULT_LEASE_HOURS", 4.0, minimum=0.1, maximum=commands.MAX_HOURS)
+    if default_hours > max_hours:
+        env.problems.append(
+            f"GPUBOT_DEFAULT_LEASE_HOURS={default_hours:g} exceeds GPUBOT_MAX_LEASE_HOURS={max_hours:g}"
+        )
+    return ReaperSettings(
+        default_lease_hours=default_hours,
+        max_lease_hours=max_hours,
+        reminder_minutes=env.number("GPUBOT_REMINDER_MINUTES", 30.0, minimum=0, maximum=24 * 60),
+        interval_seconds=env.number("GPUBOT_REAPER_INTERVAL_SECONDS", 60.0, minimum=1, maximum=3600),
+        dry_run=env.flag("GPUBOT_REAPER_DRY_RUN"),
+    )
+
+
+def _read_quota(env: _EnvReader) -> QuotaSettings:
+    admins = frozenset(word for word in re.split(r"[\s,]+", env.text("GPUBOT_ADMINS")) if word)
+    return QuotaSettings(
+        max_gpus_per_user=env.integer("GPUBOT_MAX_GPUS_PER_USER", 2, minimum=0, maximum=1024),
+        admins=admins,
+    )
+
+
+def _read_settings(env: _EnvReader) -> Settings:
+    log_level = env.text("LOG_LEVEL", "INFO").upper()
+    if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        env.problems.append(f"LOG_LEVEL={log_level!r}: expected DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    return Settings(
+        slack=_read_slack(env),
+        cluster=_read_cluster(env),
+        redis=RedisSettings(
+            url=env.text("REDIS_URL", "redis://localhost:6379/0"),
+            key_prefix=env.text("GPUBOT_REDIS_PREFIX", "gpubot:"),
+        ),
+        reaper=_read_reaper(env),
+        quota=_read_quota(env),
+        profiles=ProfileSettings(
+            profiles_file=env.text("GPUBOT_PROFILES_FILE"), default_profile=env.text("GPUBOT_DEFAULT_PROFILE")
+        ),
+        log_level=log_level,
+        log_json=env.text("LOG_FORMAT", "text").lower() == "json",
+    )
+
+
+# --- GPU profiles ----------------------------------------------------------------------------------------
+
+BUILTIN_PROFILES_YAML = """\
+default: t4
+profiles:
+  t4:
+    description: NVIDIA T4 (16 GB) on n1-standard-4, the seed's gpu-pool
+    accelerator: nvidia-tesla-t4
+    resource: nvidia.com/gpu
+    maxCount: 1
+    tolerations:
+      - {key: nvidia.com/gpu, operator: Equal, value: present, effect: NoSchedule}
+    nodeSelector:
+      app-type: gpu-workloads
+    defaults: {cpu: "2", memory: 8Gi}
+    pricePerHour: 0.54
+"""
+"""The built-in catalogue when no profiles file is configured; deploy/profiles.yaml starts from it."""
+
+PROFILE_FIELDS = frozenset(
+    {
+        "description",
+        "accelerator",
+        "resource",
+        "maxCount",
+        "tolerations",
+        "nodeSelector",
+        "defaults",
+        "pricePerHour",
+    }
+)
+TOLERATION_FIELDS = frozenset({"key", "operator", "value", "effect", "tolerationSeconds"})
+TOLERATION_EFFECTS = frozenset({"", "NoSchedule", "PreferNoSchedule", "NoExecute"})
+_QUALIFIED_NAME = re.compile(
+    r"(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+)
+
+
+@dataclass(frozen=True)
+class ProfileCatalog:
+    default: str
+    profiles: Mapping[str, models.GpuProfile]
+
+
+def is_qualified_name(text: str) -> bool:
+    """Kubernetes' `[prefix/]name` rule for label keys, taint keys and resource names."""
+    prefix, _, _ = text.rpartition("/")
+    return len(prefix) <= 253 and _QUALIFIED_NAME.fullmatch(text) is not None
+
+
+class _Problems(list[str]):
+    def add(self, path: str, problem: str) -> None:
+        self.append(f"{path}: {problem}")
+
+
+def _unknown_fields(
+    entry: Mapping[str, Any], allowed: frozenset[str], path: str, problems: _Problems
+) -> None:
+    for name in sorted(set(entry) - allowed, key=str):
+        close = difflib.get_close_matches(str(name), allowed, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(sorted(allowed))})"
+        problems.add(path, f"unknown field {name!r}{hint}")
+
+
+def _read_toleration(entry: Any, path: str, problems: _Problems) -> models.Toleration | None:
+    if not isinstance(entry, dict):
+        problems.add(path, "must be a mapping with key, operator, value, effect")
+        return None
+    _unknown_fields(entry, TOLERATION_FIELDS, path, problems)
+    key, operator = str(entry.get("key", "")), str(entry.get("operator", "Equal"))
+    value, effect = str(entry.get("value", "")), str(entry.get("effect", ""))
+    seconds = entry.get("tolerationSeconds")
+    if operator not in ("Equal", "Exists"):
+        problems.add(f"{path}.operator", f"must be Equal or Exists, not {operator!r}")
+    if key and not is_qualified_name(key):
+        problems.add(f"{path}.key", f"{key!r} is not a valid taint key")
+    if not key and operator != "Exists":
+        problems.add(f"{path}.key", "is required unless operator is Exists")
+    if operator == "Exists" and value:
+        problems.add(f"{path}.value", "must be empty when operator is Exists")
+    if value and not labels.is_label_value(value):
+        problems.add(f"{path}.value", f"{value!r} is not a valid taint value")
+    if effect not in TOLERATION_EFFECTS:
+        problems.add(
+            f"{path}.effect", f"must be one of NoSchedule, PreferNoSchedule, NoExecute, not {effect!r}"
+        )
+    if seconds is not None and (
+        effect != "NoExecute" or not isinstance(seconds, int) or isinstance(seconds, bool)
+    ):
+        problems.add(
+            f"{path}.tolerationSeconds", "is a whole number of seconds, and only with effect NoExecute"
+        )
+        seconds = None
+    return models.Toleration(
+        key=key, operator=operator, value=value, effect=effect, toleration_seconds=seconds
+    )
+
+
+def _read_node_selector(raw: Any, path: str, problems: _Problems) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        problems.add(path, "must be a mapping of node label to value")
+        return ()
+    pairs: list[tuple[str, str]] = []
+    for key, value in raw.items():
+        if not isinstance(key, str) or not is_qualified_name(key):
+            problems.add(path, f"{key!r} is not a valid label key")
+        elif not isinstance(value, str) or not labels.is_label_value(value):
+            problems.add(
+                f"{path}.{key}", f"{value!r} is not a valid label value (quote numbers and booleans)"
+            )
+        else:
+            pairs.append((key, value))
+    return tuple(pairs)
+
+
+def _read_defaults(raw: Any, path: str, problems: _Problems) -> tuple[int, int]:
+    fallback = models.GpuProfile(name="x")
+    if raw is None:
+        return fallback.default_cpu_millis, fallback.default_memory_bytes
+    if not isinstance(raw, dict):
+        problems.add(path, "must be a mapping with cpu and memory")
+        return fallback.default_cpu_millis, fallback.default_memory_bytes
+    _unknown_fields(raw, frozenset({"cpu", "memory"}), path, problems)
+    cpu = quantities.parse_cpu(str(raw.get("cpu", "2")))
+    memory = quantities.parse_memory(str(raw.get("memory", "8Gi")))
+    if not cpu:
+        problems.add(f"{path}.cpu", f"{raw.get('cpu')!r} is not a CPU amount like 2 or 500m")
+    if not memory:
+        problems.add(f"{path}.memory", f"{raw.get('memory')!r} is not a memory amount like 8Gi")
+    return cpu or fallback.default_cpu_millis, memory or fallback.default_memory_bytes
+
+
+def _read_count(raw: Any, path: str, problems: _Problems) -> int:
+    if isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= commands.MAX_GPUS_PER_POD:
+        return raw
+    problems.add(path, f"must be a whole number from 1 to {commands.MAX_GPUS_PER_POD}, not {raw!r}")
+    return 1
+
+
+def _read_price(raw: Any, path: str, problems: _Problems) -> float:
+    if isinstance(raw, int | float) and not isinstance(raw, bool) and 0 <= raw < 1000:
+        return float(raw)
+    problems.add(path, f"must be US dollars per hour (a number from 0), not {raw!r}")
+    return 0.0
+
+
+def _read_profile(name: Any, entry: Any, problems: _Problems) -> models.GpuProfile | None:
+    path = f"profiles.{name}"
+    if not isinstance(name, str) or not labels.is_dns1123_label(name):
+        problems.add(
+            path, "profile names are lowercase letters, digits and '-' (they are typed after --type)"
+        )
+        return None
+    if not isinstance(entry, dict):
+        problems.add(path, "must be a mapping")
+        return None
+    _unknown_fields(entry, PROFILE_FIELDS, path, problems)
+    resource = str(entry.get("resource", labels.GPU_RESOURCE))
+    if "/" not in resource or not is_qualified_name(resource):
+        problems.add(f"{path}.resource", f"{resource!r} is not an extended resource name like nvidia.com/gpu")
+    raw_tolerations = entry.get("tolerations") or []
+    if not isinstance(raw_tolerations, list):
+        problems.add(f"{path}.tolerations", "must be a list")
+        raw_tolerations = []
+    tolerations = [
+        _read_toleration(t, f"{path}.tolerations[{i}]", problems) for i, t in enumerate(raw_tolerations)
+    ]
+    cpu, memory = _read_defaults(entry.get("defaults"), f"{path}.defaults", problems)
+    return models.GpuProfile(
+        name=name,
+        resource_name=resource,
+        max_count=_read_count(entry.get("maxCount", 1), f"{path}.maxCount", problems),
+        tolerations=tuple(t for t in tolerations if t is not None),
+        node_selector=_read_node_selector(entry.get("nodeSelector"), f"{path}.nodeSelector", problems),
+        default_cpu_millis=cpu,
+        default_memory_bytes=memory,
+        price_per_hour=_read_price(entry.get("pricePerHour", 0.0), f"{path}.pricePerHour", problems),
+        accelerator=str(entry.get("accelerator", "")),
+        description=str(entry.get("description", "")),
+    )
+
+
+def _load_document(yaml_text: str) -> dict[str, Any]:
+    try:
+        document = yaml.safe_load(yaml_text)
+    except yaml.YAMLError as error:
+        raise SettingsError(f"profiles file is not valid YAML: {error}") from error
+    if (
+        not isinstance(document, dict)
+        or not isinstance(document.get("profiles"), dict)
+        or not document["profiles"]
+    ):
+        raise SettingsError("profiles file must have a non-empty `profiles:` mapping")
+    return document
+
+
+def load_profile_catalog(yaml_text: str, *, default_override: str = "") -> ProfileCatalog:
+    """Parse and validate a profiles file; raise SettingsError listing every problem."""
+    document = _load_document(yaml_text)
+    problems = _Problems()
+    _unknown_fields(document, frozenset({"default", "profiles"}), "(top level)", problems)
+    loaded = {name: _read_profile(name, entry, problems) for name, entry in document["profiles"].items()}
+    profiles = {str(name): profile for name, profile in loaded.items() if profile is not None}
+    default = default_override or str(document.get("default") or next(iter(document["profiles"])))
+    if default not in profiles and not problems:
+        problems.append(f"default: {default!r} is not one of the profiles ({', '.join(profiles)})")
+    if problems:
+        raise SettingsError("invalid GPU profiles:\n  " + "\n  ".join(problems))
+    return ProfileCatalog(default=default, profiles=profiles)
+
+
+def load_profiles(yaml_text: str) -> dict[str, models.GpuProfile]:
+    """The profiles of a profiles file by name, validated."""
+    return dict(load_profile_catalog(yaml_text).profiles)
+
+
+def read_profile_catalog(settings: Settings) -> ProfileCatalog:
+    """The configured catalogue: the profiles file if one is set, else the built-in `t4`."""
+    path = settings.profiles.profiles_file
+    try:
+        text = Path(path).read_text(encoding="utf-8") if path else BUILTIN_PROFILES_YAML
+    except OSError as error:
+        raise SettingsError(f"GPUBOT_PROFILES_FILE={path!r}: {error.strerror}") from error
+    return load_profile_catalog(text, default_override=settings.profiles.default_profile)

@@ -1,0 +1,32 @@
+"""What came of handing one user action to the app: acked or not, with what response, after how many tries."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from sim.slack.transcript import Json
+
+SOCKET_MODE = "socket_mode"
+HTTP = "http"
+
+
+@dataclass(frozen=True)
+class Delivery:
+    type: str
+    """`slash_commands`, `interactive` or `events_api`."""
+    payload: Json
+    transport: str
+    acked: bool
+    ack_payload: Json | None = None
+    """Socket Mode: the ack's `payload`; HTTP: the response body (JSON, or `{"text": body}`)."""
+    envelope_ids: tuple[str, ...] = ()
+    attempts: int = 1
+    status: int = 0
+    """HTTP mode: the app's response status."""
+    error: str = ""
+    """`timeout`, `no_connection`, `http_<status>` or `connection_failed` when not acked."""
+    seconds: float = 0.0
+    """From the first delivery to the ack (or to giving up)."""
+
+    def to_dict(self) -> Json:
+        return asdict(self)

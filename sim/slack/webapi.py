@@ -1,0 +1,280 @@
+"""The Web API methods a chat-ops bot calls, answering with Slack's field names and error strings.
+
+Each method is a plain function of the workspace and the call's parameters; transport, auth and limits
+live in `emulator`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim.slack.transcript import Ephemeral, Json, Message, Workspace
+
+MAX_BLOCKS = 50
+MAX_TEXT = 40_000
+
+
+class SlackError(Exception):
+    def __init__(self, error: str, **extra: Any) -> None:
+        super().__init__(error)
+        self.error = error
+        self.extra = extra
+
+
+@dataclass
+class Context:
+    workspace: Workspace
+    issue_ws_url: Callable[[], str]
+    """apps.connections.open: a fresh one-time Socket Mode URL."""
+    triggers: dict[str, float] = field(default_factory=dict)
+    """trigger_id → wall time issued; views.open accepts one for `trigger_ttl` seconds."""
+    trigger_ttl: float = 3.0
+    views: list[Json] = field(default_factory=list)
+
+
+Params = dict[str, Any]
+Method = Callable[[Context, Params], Json]
+
+
+# -- parameter parsing --------------------------------------------------------------------------
+def text_param(params: Params, key: str) -> str:
+    value = params.get(key)
+    return "" if value is None else str(value)
+
+
+def flag_param(params: Params, key: str) -> bool:
+    return params.get(key) in (True, "true", "1", 1)
+
+
+def json_param(params: Params, key: str, error: str) -> Any:
+    value = params.get(key)
+    if isinstance(value, str) and value:
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            raise SlackError(error) from exc
+    return value
+
+
+def blocks_param(params: Params) -> list[Json]:
+    blocks = json_param(params, "blocks", "invalid_blocks")
+    if blocks is None:
+        return []
+    if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
+        raise SlackError("invalid_blocks")
+    if not all(isinstance(block, dict) and isinstance(block.get("type"), str) for block in blocks):
+        raise SlackError("invalid_blocks")
+    return blocks
+
+
+def message_content(params: Params) -> tuple[str, list[Json]]:
+    text, blocks = text_param(params, "text"), blocks_param(params)
+    if not text and not blocks:
+        raise SlackError("no_text")
+    if len(text) > MAX_TEXT:
+        raise SlackError("msg_too_long")
+    return text, blocks
+
+
+def channel_param(ctx: Context, params: Params) -> str:
+    channel = ctx.workspace.resolve_channel(text_param(params, "channel"))
+    if channel is None:
+        raise SlackError("channel_not_found")
+    return channel.id
+
+
+def user_param(ctx: Context, params: Params, key: str = "user") -> str:
+    user = text_param(params, key)
+    if user not in ctx.workspace.users:
+        raise SlackError("user_not_found")
+    return user
+
+
+# -- methods ------------------------------------------------------------------------------------
+def api_test(ctx: Context, params: Params) -> Json:
+    args = {k: v for k, v in params.items() if k != "token"}
+    return {"args": args} if args else {}
+
+
+def auth_test(ctx: Context, params: Params) -> Json:
+    ident = ctx.workspace.identity
+    return {
+        "url": f"https://{ident.team_domain}.slack.com/",
+        "team": ident.team_name,
+        "user": ident.bot_name,
+        "team_id": ident.team_id,
+        "user_id": ident.bot_user_id,
+        "bot_id": ident.bot_id,
+        "app_id": ident.app_id,
+        "is_enterprise_install": False,
+    }
+
+
+def chat_post_message(ctx: Context, params: Params) -> Json:
+    ws, ident = ctx.workspace, ctx.workspace.identity
+    channel_id = channel_param(ctx, params)
+    text, blocks = message_content(params)
+    if not ws.channels[channel_id].bot_member:
+        raise SlackError("not_in_channel")
+    thread_ts = text_param(params, "thread_ts")
+    parent = ws.messages.get((channel_id, thread_ts))
+    if parent is not None and parent.thread_ts:
+        thread_ts = parent.thread_ts  # a reply's ts names its thread, as in Slack
+    elif parent is None:
+        thread_ts = ""  # an unknown thread_ts posts to the channel itself
+    message = ws.post(
+        Message(
+            channel=channel_id,
+            ts=ws.clock.next(),
+            text=text,
+            blocks=blocks,
+            user=ident.bot_user_id,
+            bot_id=ident.bot_id,
+            thread_ts=thread_ts,
+            reply_broadcast=flag_param(params, "reply_broadcast"),
+            metadata=json_param(params, "metadata", "invalid_metadata_format"),
+        )
+    )
+    return {"channel": channel_id, "ts": message.ts, "message": message.to_api(ident.team_id, ident.app_id)}
+
+
+def _own_message(ctx: Context, params: Params, refusal: str) -> Message:
+    channel_id = channel_param(ctx, params)
+    message = ctx.workspace.messages.get((channel_id, text_param(params, "ts")))
+    if message is None or message.deleted:
+        raise SlackError("message_not_found")
+    if message.bot_id != ctx.workspace.identity.bot_id:
+        raise SlackError(refusal)
+    return message
+
+
+def chat_update(ctx: Context, params: Params) -> Json:
+    ident = ctx.workspace.identity
+    message = _own_message(ctx, params, "cant_update_message")
+    has_text, has_blocks = "text" in params, "blocks" in params
+    if not has_text and not has_blocks:
+        raise SlackError("no_text")
+    text = text_param(params, "text") if has_text else ("" if has_blocks else message.text)
+    blocks = blocks_param(params) if has_blocks else message.blocks
+    if len(text) > MAX_TEXT:
+        raise SlackError("msg_too_long")
+    ctx.workspace.edit(message, text=text, blocks=blocks)
+    if "metadata" in params:
+        message.metadata = json_param(params, "metadata", "invalid_metadata_format")
+    api = message.to_api(ident.team_id, ident.app_id)
+    return {"channel": message.channel, "ts": message.ts, "text": text, "message": api}
+
+
+def chat_delete(ctx: Context, params: Params) -> Json:
+    message = _own_message(ctx, params, "cant_delete_message")
+    message.deleted = True
+    ctx.workspace.changed()
+    return {"channel": message.channel, "ts": message.ts}
+
+
+def chat_post_ephemeral(ctx: Context, params: Params) -> Json:
+    ws = ctx.workspace
+    channel_id = channel_param(ctx, params)
+    user = user_param(ctx, params)
+    text, blocks = message_content(params)
+    channel = ws.channels[channel_id]
+    if not channel.bot_member:
+        raise SlackError("not_in_channel")
+    if user not in channel.members:
+        raise SlackError("user_not_in_channel")
+    ephemeral = Ephemeral(
+        channel_id, ws.clock.next(), user, text, blocks, "chat.postEphemeral", text_param(params, "thread_ts")
+    )
+    ws.add_ephemeral(ephemeral)
+    return {"message_ts": ephemeral.ts}
+
+
+def conversations_open(ctx: Context, params: Params) -> Json:
+    ws = ctx.workspace
+    if params.get("channel"):
+        channel = ws.channels.get(text_param(params, "channel"))
+        if channel is None:
+            raise SlackError("channel_not_found")
+        return {"channel": channel.to_api() if flag_param(params, "return_im") else {"id": channel.id}}
+    users = [u for u in text_param(params, "users").split(",") if u]
+    if not users:
+        raise SlackError("users_list_not_supplied")
+    if len(users) > 1:
+        raise SlackError("not_supported_by_emulator", detail="multi-person DMs are not emulated")
+    if users[0] not in ws.users or ws.users[users[0]].is_bot:
+        raise SlackError("user_not_found")
+    already_open = ("D" + users[0].removeprefix("U")) in ws.channels
+    channel = ws.open_dm(users[0])
+    shown = channel.to_api() if flag_param(params, "return_im") else {"id": channel.id}
+    return {"channel": shown, "already_open": already_open, "no_op": already_open}
+
+
+def conversations_info(ctx: Context, params: Params) -> Json:
+    channel = ctx.workspace.channels.get(text_param(params, "channel"))
+    if channel is None:
+        raise SlackError("channel_not_found")
+    return {"channel": channel.to_api()}
+
+
+def conversations_history(ctx: Context, params: Params) -> Json:
+    ident = ctx.workspace.identity
+    channel_id = channel_param(ctx, params)
+    limit = int(params.get("limit") or 100)
+    listed = ctx.workspace.history(channel_id)
+    return {
+        "messages": [m.to_api(ident.team_id, ident.app_id) for m in listed[:limit]],
+        "has_more": len(listed) > limit,
+    }
+
+
+def conversations_replies(ctx: Context, params: Params) -> Json:
+    ident = ctx.workspace.identity
+    channel_id = channel_param(ctx, params)
+    thread = ctx.workspace.thread_of(channel_id, text_param(params, "ts"))
+    if not thread:
+        raise SlackError("thread_not_found")
+    return {"messages": [m.to_api(ident.team_id, ident.app_id) for m in thread], "has_more": False}
+
+
+def users_info(ctx: Context, params: Params) -> Json:
+    user = ctx.workspace.users[user_param(ctx, params)]
+    return {"user": user.to_api(ctx.workspace.identity.team_id)}
+
+
+def views_open(ctx: Context, params: Params) -> Json:
+    issued = ctx.triggers.get(text_param(params, "trigger_id"))
+    if issued is None:
+        raise SlackError("invalid_trigger_id")
+    if time.time() - issued > ctx.trigger_ttl:
+        raise SlackError("expired_trigger_id")
+    view = json_param(params, "view", "invalid_arguments")
+    if not isinstance(view, dict):
+        raise SlackError("invalid_arguments")
+    opened = {"id": f"V{len(ctx.views) + 1:08d}", "team_id": ctx.workspace.identity.team_id, **view}
+    ctx.views.append(opened)
+    return {"view": opened}
+
+
+def apps_connections_open(ctx: Context, params: Params) -> Json:
+    return {"url": ctx.issue_ws_url()}
+
+
+BOT_METHODS: dict[str, Method] = {
+    "api.test": api_test,
+    "auth.test": auth_test,
+    "chat.postMessage": chat_post_message,
+    "chat.update": chat_update,
+    "chat.delete": chat_delete,
+    "chat.postEphemeral": chat_post_ephemeral,
+    "conversations.open": conversations_open,
+    "conversations.info": conversations_info,
+    "conversations.history": conversations_history,
+    "conversations.replies": conversations_replies,
+    "users.info": users_info,
+    "views.open": views_open,
+}
+APP_METHODS: dict[str, Method] = {"apps.connections.open": apps_connections_open, "api.test": api_test}
