@@ -47,6 +47,9 @@ SYNONYMS = {
     **dict.fromkeys(("stop", "kill", "delete", "rm", "cancel", "terminate", "free", "end"), "release"),
     **dict.fromkeys(("renew", "more", "prolong", "keep"), "extend"),
 }
+_BARE_COMMANDS = {name: f"/gpu {name}" for name in USAGES} | {"run": f"/gpu run {images.EXAMPLE_IMAGE}"}
+SHORT_OPTIONS = {"-g": "--gpus", "-t": "--type", "-c": "--cpu", "-m": "--memory", "-n": "--name"}
+"""Not accepted (one spelling keeps help short), but recognised so the refusal names the long form."""
 HELP_FLAGS = frozenset({"-h", "--help", "?", "usage"})
 
 _SLACK_LINK = re.compile(r"<([^<>|]*)\|([^<>]*)>|<((?:https?|mailto):[^<>|]*)>")
@@ -111,7 +114,7 @@ def _unknown_command(word: str, args: Sequence[str]) -> models.UsageError:
         return models.UsageError(
             f"`{shown}` is not a `/gpu` command. Commands: {', '.join(USAGES)}.", "/gpu help"
         )
-    suggestion = shlex.join(["/gpu", meant, *args]) if args else USAGES[meant]
+    suggestion = shlex.join(["/gpu", meant, *args]) if args else _BARE_COMMANDS[meant]
     return models.UsageError(f"`{shown}` is not a `/gpu` command; did you mean `{meant}`?", suggestion)
 
 
@@ -172,7 +175,11 @@ class _RunForm:
 
 def _unknown_option(form: _RunForm, word: str, following: str | None) -> models.UsageError:
     option, has_value, value = word.partition("=")
-    close = difflib.get_close_matches(option, EXAMPLE_VALUES, n=1, cutoff=0.5)
+    close = (
+        [SHORT_OPTIONS[option]]
+        if option in SHORT_OPTIONS
+        else difflib.get_close_matches(option, EXAMPLE_VALUES, n=1)
+    )
     shown = f"`{option[:40]}`"
     if close:
         if not has_value and following and not following.startswith("-"):

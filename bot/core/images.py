@@ -75,9 +75,14 @@ def _check_characters(text: str) -> models.UsageError | None:
 
 
 def _split_domain(name: str) -> tuple[str, str]:
-    """Docker's rule: the first component is a registry host if it has a `.` or `:`, or is `localhost`."""
+    """Docker's rule: the first component is a registry host if it has a `.` or `:`, or is `localhost`.
+
+    Like upstream's anchored regex, a dotted first component that is no valid host but is a valid path
+    component (`0.0_0/x`) stays part of the path.
+    """
     first, slash, rest = name.partition("/")
-    if slash and (("." in first or ":" in first) or first == "localhost"):
+    looks_like_host = "." in first or ":" in first or first == "localhost"
+    if slash and looks_like_host and (":" in first or DOMAIN.fullmatch(first) or not PATH_COMPONENT.fullmatch(first)):
         return first, rest
     return "", name
 

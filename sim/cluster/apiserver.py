@@ -13,6 +13,7 @@ import datetime
 import json
 import logging
 import secrets
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -284,6 +285,10 @@ class ApiServer:
         self.validate(res, obj, None)
         if self.store.get(res.key, meta.get("namespace", ""), meta.get("name", "")) is not None:
             raise errors.already_exists(errors.ResourceRef(res.group, res.plural, res.kind, meta["name"]))
+        if is_dry_run(request):
+            # What BeforeCreate fills before the registry would write; nothing is stored, no version given.
+            meta.update(uid=str(uuid.uuid4()), creationTimestamp=rfc3339(self.store.clock))
+            return self.respond(request, res, obj, status=201, warnings=warnings)
         stored = self.store.create(res.key, obj)
         return self.respond(request, res, stored, status=201, warnings=warnings)
 
@@ -306,7 +311,8 @@ class ApiServer:
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(ref(target))
         updated = self.split_subresource(target, current, obj)
-        return self.respond(request, res, self.commit_update(res, current, updated), warnings=warnings)
+        stored = self.commit_update(res, current, updated, dry_run=is_dry_run(request))
+        return self.respond(request, res, stored, warnings=warnings)
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
         res = target.resource
@@ -334,12 +340,16 @@ class ApiServer:
         if rv and rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(ref(target))
         updated = self.split_subresource(target, current, obj)
-        return self.respond(request, res, self.commit_update(res, current, updated), warnings=warnings)
+        stored = self.commit_update(res, current, updated, dry_run=is_dry_run(request))
+        return self.respond(request, res, stored, warnings=warnings)
 
-    def commit_update(self, res: Resource, current: Obj, updated: Obj) -> Obj:
+    def commit_update(self, res: Resource, current: Obj, updated: Obj, *, dry_run: bool = False) -> Obj:
         if updated == current:
             return current
         self.validate(res, updated, current)
+        if dry_run:
+            updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            return updated
         return self.store.replace(res.key, updated)
 
     def split_subresource(self, target: Target, current: Obj, obj: Obj) -> Obj:
@@ -406,6 +416,12 @@ class ApiServer:
         options = body if isinstance(body, dict) else {}
         check_preconditions(target, current, options.get("preconditions") or {})
         grace = request.query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
+        if is_dry_run(request):
+            return (
+                self.respond(request, res, current)
+                if res.plural == "pods"
+                else web.json_response(success_status(res, current))
+            )
         result = self.delete_object(res, current, None if grace is None else int(grace))
         if res.plural in ("pods", "nodes", "namespaces"):
             return self.respond(request, res, result)
@@ -447,7 +463,9 @@ class ApiServer:
         grace = request.query.get("gracePeriodSeconds")
         deleted = []
         for obj in self.store.items(res.key, target.namespace):
-            if matches(obj):
+            if matches(obj) and is_dry_run(request):
+                deleted.append(obj)
+            elif matches(obj):
                 deleted.append(self.delete_object(res, obj, None if grace is None else int(grace)))
         body = {
             "kind": res.list_kind,
@@ -651,6 +669,19 @@ def paginate(objs: list[Obj], query: Any) -> tuple[list[Obj], str]:
     page = objs[start : start + limit]
     more = start + limit < len(objs)
     return page, base64.urlsafe_b64encode(str(start + limit).encode()).decode() if more else ""
+
+
+def is_dry_run(request: web.Request) -> bool:
+    """`dryRun=All` (kubectl --dry-run=server): admit and validate everything, store nothing."""
+    values = request.query.getall("dryRun", [])
+    if any(v != "All" for v in values):
+        options = {"POST": "Create", "PUT": "Update", "PATCH": "Patch"}.get(request.method, "Delete")
+        shown = "[]string{" + ", ".join(errors.go_repr(v) for v in values) + "}"
+        cause = errors.Cause(
+            "FieldValueNotSupported", "dryRun", f'Unsupported value: {shown}: supported values: "All"'
+        )
+        raise errors.invalid(f"{options}Options.meta.k8s.io", "", [cause])
+    return bool(values)
 
 
 def wants_table(request: web.Request) -> bool:

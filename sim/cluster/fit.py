@@ -33,8 +33,6 @@ SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")  # tainttoleration filterPredic
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 # Missing from messages.py, copied here with their sources.
-NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"  # plugins/nodename ErrReason
-TOO_MANY_PODS = "Too many pods"  # plugins/noderesources/fit.go fitsRequest
 
 MAX_NODE_SCORE = 100  # framework.MaxNodeScore
 SCORED_RESOURCES = (CPU, MEMORY)  # NodeResourcesFit LeastAllocated default weights: cpu 1, memory 1
@@ -221,7 +219,7 @@ def matches_node_selector(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bo
 
 def insufficient_resources(requested: Mapping[str, int], free: Mapping[str, int]) -> list[str]:
     """noderesources fitsRequest: the pod count always, basic resources only when requested at all."""
-    reasons = [TOO_MANY_PODS] if requested.get(PODS, 1) > free.get(PODS, 0) else []
+    reasons = [messages.TOO_MANY_PODS] if requested.get(PODS, 1) > free.get(PODS, 0) else []
     if not any(amount for name, amount in requested.items() if name != PODS):
         return reasons
     for name in BASIC_RESOURCES:
@@ -249,7 +247,7 @@ def _unresolvable_reasons(pod: Mapping[str, Any], node: Mapping[str, Any]) -> li
             return [messages.NODE_UNSCHEDULABLE]
     node_name = (node.get("metadata") or {}).get("name")
     if spec.get("nodeName") and spec["nodeName"] != node_name:
-        return [NODE_NAME_MISMATCH]
+        return [messages.NODE_NAME_MISMATCH]
     taint = first_untolerated_taint(tolerations, node_spec.get("taints") or [])
     if taint is not None:
         return [messages.untolerated_taint(taint.get("key", ""), taint.get("value") or "")]

@@ -15,6 +15,8 @@ PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"  # defaultpr
 NO_PREEMPTION_VICTIMS = "No preemption victims found for incoming pod"  # defaultpreemption
 NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"  # nodeaffinity.ErrReasonPod
 NODE_UNSCHEDULABLE = "node(s) were unschedulable"  # nodeunschedulable.ErrReasonUnschedulable
+NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"  # nodename.ErrReason
+TOO_MANY_PODS = "Too many pods"  # noderesources/fit.go fitsRequest
 
 
 def untolerated_taint(key: str, value: str) -> str:

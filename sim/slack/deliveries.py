@@ -27,6 +27,8 @@ class Delivery:
     """`timeout`, `no_connection`, `http_<status>` or `connection_failed` when not acked."""
     seconds: float = 0.0
     """From the first delivery to the ack (or to giving up)."""
+    shown: str = ""
+    """What the user saw of the ack: `ephemeral`, `in_channel`, `nothing`, or Slack's own error notice."""
 
     def to_dict(self) -> Json:
         return asdict(self)

@@ -15,8 +15,8 @@ TIER_PER_MINUTE = {1: 1, 2: 20, 3: 50, 4: 100}
 """Slack's documented floors ("1+", "20+", "50+", "100+" calls per minute per method per app)."""
 
 METHOD_TIERS = {
-    # apps.connections.open: api.slack.com says Tier 1, slack-api-ref says t3. Tier 1 (1/min) would stall every
-    # reconnect test for a minute, and real refreshes are hours apart, so t3.
+    # apps.connections.open: api.slack.com says Tier 1, slack-api-ref says t3. Tier 1 (1/min) would stall
+    # every reconnect test for a minute, and real refreshes are hours apart, so t3.
     "apps.connections.open": 3,
     "auth.test": 4,
     "chat.update": 3,

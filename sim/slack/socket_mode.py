@@ -14,6 +14,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import WSMsgType, web
@@ -65,6 +66,8 @@ class SocketModeHub:
         self._ids = itertools.count(1)
         self._turn = itertools.count()
         self._changed: asyncio.Condition | None = None
+        self.on_change: Callable[[], None] = lambda: None
+        """Called whenever the set of connections changes (the runner wakes its waiters)."""
 
     # -- connecting ---------------------------------------------------------------------------
     def issue_url(self) -> str:
@@ -134,7 +137,7 @@ class SocketModeHub:
                 continue
             future = self._acks.get(str(data.get("envelope_id"))) if isinstance(data, dict) else None
             if future is None:
-                logger.info("connection %s sent an unexpected frame: %.200s", conn.id, message.data)
+                logger.info("connection %s: a late ack or an unknown frame: %.200s", conn.id, message.data)
             elif not future.done():
                 future.set_result(data)
 
@@ -231,9 +234,12 @@ class SocketModeHub:
         condition = self._condition()
         async with condition:
             condition.notify_all()
+        self.on_change()
 
 
-def _envelope(envelope_id: str, kind: str, payload: Json, accepts_response_payload: bool, attempt: int) -> Json:
+def _envelope(
+    envelope_id: str, kind: str, payload: Json, accepts_response_payload: bool, attempt: int
+) -> Json:
     envelope: Json = {
         "envelope_id": envelope_id,
         "type": kind,

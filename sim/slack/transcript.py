@@ -1,6 +1,6 @@
-"""The workspace the emulator keeps: users, channels, messages with their edit history, ephemerals and what users did.
+"""The workspace the emulator keeps: users, channels, messages with edit history, ephemerals, what users did.
 
-Everything a test or the demo wants to read back is here, and `snapshot()` is the JSON the transcript endpoint serves.
+Everything a test or the demo reads back is here; `snapshot()` is the JSON the transcript endpoint serves.
 """
 
 from __future__ import annotations
@@ -179,7 +179,9 @@ class Workspace:
         bot = User(identity.bot_user_id, identity.bot_name, is_bot=True)
         self.users: dict[str, User] = {user.id: user for user in (*users, bot)}
         humans = {user.id for user in users}
-        self.channels: dict[str, Channel] = {cid: Channel(cid, name, members=set(humans)) for cid, name in channels}
+        self.channels: dict[str, Channel] = {
+            cid: Channel(cid, name, members=set(humans)) for cid, name in channels
+        }
         self.messages: dict[tuple[str, str], Message] = {}
         self.ephemerals: list[Ephemeral] = []
         self.actions: list[UserAction] = []
@@ -233,6 +235,10 @@ class Workspace:
         self.changed()
         return ephemeral
 
+    def edit_ephemeral(self, ephemeral: Ephemeral) -> None:
+        ephemeral.revisions.append(Revision(ephemeral.text, ephemeral.blocks, self.clock.next()))
+        self.changed()
+
     def record_action(self, *, kind: str, user: str, channel: str, detail: str) -> UserAction:
         action = UserAction(self.clock.next(), kind, user, channel, detail)
         self.actions.append(action)
@@ -254,7 +260,9 @@ class Workspace:
         listed = [
             m
             for (cid, _), m in self.messages.items()
-            if cid == channel and not m.deleted and (not m.thread_ts or m.reply_broadcast or m.thread_ts == m.ts)
+            if cid == channel
+            and not m.deleted
+            and (not m.thread_ts or m.reply_broadcast or m.thread_ts == m.ts)
         ]
         return sorted(listed, key=lambda m: m.ts, reverse=True)
 
@@ -269,7 +277,9 @@ class Workspace:
         }
 
     def _channel_snapshot(self, channel: Channel) -> Json:
-        messages = sorted((m for (cid, _), m in self.messages.items() if cid == channel.id), key=lambda m: m.ts)
+        messages = sorted(
+            (m for (cid, _), m in self.messages.items() if cid == channel.id), key=lambda m: m.ts
+        )
         return {
             "id": channel.id,
             "name": channel.name,

@@ -6,6 +6,7 @@ import asyncio
 import datetime
 import json
 import queue
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -454,6 +455,33 @@ def test_unknown_field_strict_is_400_and_warn_is_a_header(sim: world.BackgroundW
     assert headers["Warning"] == '299 - "unknown field \\"spec.bogus\\""'
 
 
+def test_dry_run_admits_and_validates_but_stores_nothing(core: client.CoreV1Api) -> None:
+    made = core.create_namespaced_pod(NS, pod("dry"), dry_run="All")
+    assert (
+        made.metadata.uid
+        and made.spec.dns_policy == "ClusterFirst"
+        and made.metadata.resource_version is None
+    )
+    with pytest.raises(ApiException) as invalid:
+        core.create_namespaced_pod(NS, {**pod("dry"), "spec": {"containers": []}}, dry_run="All")
+    assert invalid.value.status == 422
+    core.create_namespaced_pod(NS, pod("wet"))
+    rv = core.list_namespaced_pod(NS).metadata.resource_version
+    assert core.patch_namespaced_pod(
+        "wet", NS, {"metadata": {"labels": {"a": "b"}}}, dry_run="All"
+    ).metadata.labels
+    core.delete_namespaced_pod("wet", NS, dry_run="All")
+    listed = core.list_namespaced_pod(NS)
+    assert [p.metadata.name for p in listed.items] == ["wet"] and listed.items[0].metadata.labels is None
+    assert listed.metadata.resource_version == rv
+    with pytest.raises(ApiException) as bad:
+        core.delete_namespaced_pod("wet", NS, dry_run="Maybe")
+    assert error_body(bad.value)["message"] == (
+        'DeleteOptions.meta.k8s.io "" is invalid: '
+        'dryRun: Unsupported value: []string{"Maybe"}: supported values: "All"'
+    )
+
+
 # -- deletion --------------------------------------------------------------------------------------
 
 
@@ -476,9 +504,14 @@ def test_deleting_a_bound_pod_is_graceful(sim: world.BackgroundWorld, core: clie
     assert kinds == ["MODIFIED", "DELETED"]
 
 
-def test_deleting_an_unbound_pod_is_immediate(core: client.CoreV1Api) -> None:
-    core.create_namespaced_pod(NS, pod("u"))
-    core.delete_namespaced_pod("u", NS)
+@pytest.mark.parametrize("bound", [False, True])
+def test_unbound_or_forced_deletion_is_immediate(
+    sim: world.BackgroundWorld, core: client.CoreV1Api, bound: bool
+) -> None:
+    core.create_namespaced_pod(NS, pod("u", bound=bound))
+    sim.advance(20)
+    assert bool(core.read_namespaced_pod("u", NS).spec.node_name) == bound
+    core.delete_namespaced_pod("u", NS, grace_period_seconds=0 if bound else None)
     with pytest.raises(ApiException) as caught:
         core.read_namespaced_pod("u", NS)
     assert caught.value.status == 404
@@ -618,7 +651,7 @@ def test_lease_optimistic_concurrency(core: client.CoreV1Api) -> None:
     assert leases.read_namespaced_lease("gpubot", NS).spec.holder_identity == "a"
 
 
-def test_client_leader_election_one_leader(api_client: client.ApiClient) -> None:
+def test_client_leader_election_one_leader(sim: world.BackgroundWorld, api_client: client.ApiClient) -> None:
     """`LeaderElection.run` sleeps on wall time, so drive its one step, `try_acquire_or_renew`, directly."""
     from kubernetes.leaderelection import electionconfig, leaderelection
     from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
@@ -635,6 +668,10 @@ def test_client_leader_election_one_leader(api_client: client.ApiClient) -> None
     held = client.CoordinationV1Api(api_client).read_namespaced_lease("gpubot-leader", NS)
     assert held.spec.holder_identity == "a" and held.spec.lease_duration_seconds == 15
     assert held.spec.renew_time >= held.spec.acquire_time
+    # The client sends isoformat() (`+00:00`); the server stores a MicroTime as Go writes one.
+    _, stored, _ = raw(sim, "GET", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/gpubot-leader")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", stored["spec"]["renewTime"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stored["metadata"]["creationTimestamp"])
 
 
 # -- namespaces, configmaps, binding ---------------------------------------------------------------

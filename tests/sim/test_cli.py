@@ -107,7 +107,7 @@ def test_state_dir_keeps_the_cluster_across_a_restart(tmp_path: Path) -> None:
         assert after.status.phase == "Running"
         assert int(after.metadata.resource_version) >= int(before.metadata.resource_version)
         assert any("gpu-pool" in n.metadata.name for n in core.list_node().items)
-        advance(port, 3600)  # the restored kubelet still knows `sleep 3600` ends; restartPolicy Always restarts it
+        advance(port, 3600)  # the restored kubelet knows `sleep 3600` ends; restartPolicy Always restarts it
         restarted = core.read_namespaced_pod("gpu-pod", "default").status.container_statuses[0]
         assert restarted.restart_count == 1
     finally:

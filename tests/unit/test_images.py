@@ -35,9 +35,12 @@ SHA = "sha256:" + "a" * 64
         (f"ubuntu:22.04@{SHA}", "", "ubuntu", "22.04", SHA, None),
         ("my-registry.example.com:443/x", "my-registry.example.com:443", "x", "", "", None),
         ("NVCR.IO/nvidia/x", "NVCR.IO", "nvidia/x", "", "", None),
+        ("0.0_0/x", "", "0.0_0/x", "", "", None),
     ],
 )
-def test_valid_references(text: str, domain: str, path: str, tag: str, digest: str, canonical: str | None) -> None:
+def test_valid_references(
+    text: str, domain: str, path: str, tag: str, digest: str, canonical: str | None
+) -> None:
     parsed = images.parse_image(text)
     assert parsed == images.ImageRef(domain=domain, path=path, tag=tag, digest=digest)
     assert parsed.familiar == text
@@ -73,7 +76,8 @@ def test_valid_references(text: str, domain: str, path: str, tag: str, digest: s
         ("a/b/", "not a valid part", images.EXAMPLE_IMAGE),
         ("a._b", "not a valid part", images.EXAMPLE_IMAGE),
         ("a...b", "not a valid part", images.EXAMPLE_IMAGE),
-        ("ubuntu@sha256:abc", "64 lowercase hex", images.EXAMPLE_IMAGE),
+        ("ubuntu@sha256:abc", "not a valid digest", images.EXAMPLE_IMAGE),
+        ("ubuntu@sha256:" + "a" * 63, "64 lowercase hex", images.EXAMPLE_IMAGE),
         ("ubuntu@sha256:" + "A" * 64, "64 lowercase hex", images.EXAMPLE_IMAGE),
         ("ubuntu@md5:" + "a" * 32, "Unsupported digest", images.EXAMPLE_IMAGE),
         ("ubuntu@sha256", "not a valid digest", images.EXAMPLE_IMAGE),

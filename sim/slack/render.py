@@ -1,0 +1,151 @@
+"""A plain-text, Slack-like rendering of a transcript snapshot, for the demo and for reading failed tests."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sim.slack.transcript import Json
+
+INDENT = "    "
+
+
+def render_text(snapshot: Json) -> str:
+    """Channels in order, threads indented under their parent, edits, deletions and ephemerals marked."""
+    names = {user["id"]: user["name"] for user in snapshot.get("users", [])}
+    sections = []
+    for channel in snapshot.get("channels", []):
+        lines = _channel_lines(channel, snapshot, names)
+        if lines:
+            sections.append("\n".join([_channel_title(channel, names), *lines]))
+    return "\n\n".join(sections) + "\n"
+
+
+def render_blocks(blocks: list[Json]) -> list[str]:
+    lines: list[str] = []
+    for block in blocks:
+        lines.extend(_block_lines(block))
+    return lines
+
+
+def _channel_title(channel: Json, names: dict[str, str]) -> str:
+    if channel.get("is_im"):
+        return f"DM with {names.get(channel.get('user', ''), channel.get('user'))} ({channel['id']})"
+    return f"#{channel['name']} ({channel['id']})"
+
+
+def _channel_lines(channel: Json, snapshot: Json, names: dict[str, str]) -> list[str]:
+    cid = channel["id"]
+    messages = channel.get("messages", [])
+    parents = {m["ts"] for m in messages if not m.get("thread_ts")}
+    entries: list[tuple[str, list[str]]] = []
+    replies: dict[str, list[tuple[str, list[str]]]] = {}
+    for message in messages:
+        item = (message["ts"], _message_lines(message))
+        _place(item, message.get("thread_ts", ""), parents, entries, replies)
+    for ephemeral in snapshot.get("ephemerals", []):
+        if ephemeral["channel"] == cid:
+            item = (ephemeral["message_ts"], _ephemeral_lines(ephemeral, names))
+            _place(item, ephemeral.get("thread_ts", ""), parents, entries, replies)
+    for action in snapshot.get("actions", []):
+        if action["channel"] == cid:
+            entries.append((action["ts"], [_action_line(action, names)]))
+    lines: list[str] = []
+    for ts, body in sorted(entries, key=lambda entry: entry[0]):
+        lines.extend(INDENT + line for line in body)
+        for _, reply in sorted(replies.get(ts, []), key=lambda entry: entry[0]):
+            lines.extend(
+                INDENT * 2 + "↳ " + line if i == 0 else INDENT * 2 + "  " + line
+                for i, line in enumerate(reply)
+            )
+    return lines
+
+
+def _place(
+    item: tuple[str, list[str]],
+    thread_ts: str,
+    parents: set[str],
+    entries: list[tuple[str, list[str]]],
+    replies: dict[str, list[tuple[str, list[str]]]],
+) -> None:
+    if thread_ts and thread_ts in parents and thread_ts != item[0]:
+        replies.setdefault(thread_ts, []).append(item)
+    else:
+        entries.append(item)
+
+
+def _clock(ts: str) -> str:
+    return dt.datetime.fromtimestamp(float(ts), dt.UTC).strftime("%H:%M:%S")
+
+
+def _message_lines(message: Json) -> list[str]:
+    head = f"[{_clock(message['ts'])}] {message.get('username') or message.get('user')}:"
+    if message.get("deleted"):
+        return [f"{head} (This message was deleted.)"]
+    edited = " (edited)" if message.get("edited") else ""
+    return _with_body(head, message.get("text", ""), message.get("blocks") or [], edited)
+
+
+def _ephemeral_lines(ephemeral: Json, names: dict[str, str]) -> list[str]:
+    author = "Slackbot" if ephemeral.get("source") == "slack" else "gpubot"
+    who = names.get(ephemeral["user"], ephemeral["user"])
+    head = f"[{_clock(ephemeral['message_ts'])}] {author} (only visible to {who}):"
+    if ephemeral.get("deleted"):
+        return [f"{head} (deleted)"]
+    edited = " (edited)" if len(ephemeral.get("revisions", [])) > 1 else ""
+    return _with_body(head, ephemeral.get("text", ""), ephemeral.get("blocks") or [], edited)
+
+
+def _with_body(head: str, text: str, blocks: list[Json], suffix: str) -> list[str]:
+    if not blocks:
+        first, *rest = (text or "").splitlines() or [""]
+        return [f"{head} {first}{suffix}", *(f"  {line}" for line in rest)]
+    return [f"{head}{suffix}", *(f"  | {line}" for line in render_blocks(blocks))]
+
+
+def _action_line(action: Json, names: dict[str, str]) -> str:
+    who = names.get(action["user"], action["user"])
+    if action["kind"] == "command":
+        return f"[{_clock(action['ts'])}] {who} typed: {action['detail'].strip()}"
+    if action["kind"] == "click":
+        return f"[{_clock(action['ts'])}] {who} clicked [{action['detail']}]"
+    return f"[{_clock(action['ts'])}] {who} {action['kind']}: {action['detail']}"
+
+
+def _text_of(obj: Any) -> str:
+    if isinstance(obj, dict):
+        if obj.get("type") == "image":
+            return f"[image: {obj.get('alt_text', '')}]"
+        return str(obj.get("text", ""))
+    return str(obj or "")
+
+
+def _element(element: Any) -> str:
+    if isinstance(element, dict) and element.get("type") == "button":
+        style = f" ({element['style']})" if element.get("style") else ""
+        return f"[{_text_of(element.get('text'))}]{style}"
+    if isinstance(element, dict):
+        return f"<{element.get('type', '?')}>"
+    return str(element)
+
+
+def _block_lines(block: Json) -> list[str]:
+    kind = block.get("type")
+    if kind == "header":
+        return [f"== {_text_of(block.get('text'))} =="]
+    if kind == "section":
+        lines = _text_of(block.get("text")).splitlines() if block.get("text") else []
+        if block.get("fields"):
+            lines.append(" | ".join(_text_of(f) for f in block["fields"]))
+        if block.get("accessory"):
+            lines.append(_element(block["accessory"]))
+        return lines or [""]
+    if kind == "context":
+        return [" · ".join(_text_of(e) for e in block.get("elements", []))]
+    if kind == "actions":
+        return [" ".join(_element(e) for e in block.get("elements", []))]
+    if kind == "divider":
+        return ["---"]
+    if kind == "image":
+        return [f"[image: {block.get('alt_text', '')}]"]
+    return [f"<{kind} block>"]

@@ -1,0 +1,150 @@
+"""The people on the other side: typing a slash command, clicking a button, writing a message.
+
+Each action is recorded, turned into the exact payload Slack would send, handed to the app over the
+configured transport, and whatever the app acked is shown in the transcript as Slack would show it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Awaitable, Callable
+
+from sim.slack import payloads
+from sim.slack.deliveries import Delivery
+from sim.slack.responses import ResponseTarget, ResponseUrls, apply_response
+from sim.slack.transcript import Channel, Ephemeral, Json, Message, Workspace
+
+Deliver = Callable[[str, Json, bool], Awaitable[Delivery]]
+
+SLACK_NOTICES = {
+    "timeout": 'failed with the error "operation_timeout"',
+    "no_connection": 'failed with the error "dispatch_failed"',
+}
+
+
+class SimulatedUsers:
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        deliver: Deliver,
+        response_urls: ResponseUrls,
+        triggers: dict[str, float],
+        base_url: Callable[[], str],
+    ) -> None:
+        self.workspace = workspace
+        self._deliver = deliver
+        self._response_urls = response_urls
+        self._triggers = triggers
+        self._base_url = base_url
+
+    def _user(self, user: str) -> str:
+        if user in self.workspace.users:
+            return user
+        by_name = next((u.id for u in self.workspace.users.values() if u.name == user), None)
+        if by_name is None:
+            raise LookupError(f"no user {user!r}")
+        return by_name
+
+    def _channel(self, ref: str) -> Channel:
+        channel = self.workspace.resolve_channel(ref)
+        if channel is None:
+            raise LookupError(f"no channel {ref!r}")
+        return channel
+
+    def _trigger(self) -> str:
+        trigger_id = payloads.new_trigger_id()
+        self._triggers[trigger_id] = time.time()
+        return trigger_id
+
+    async def type_command(self, user: str, channel: str, command: str, text: str = "") -> Delivery:
+        user_id, chan = self._user(user), self._channel(channel)
+        self.workspace.record_action(
+            kind="command", user=user_id, channel=chan.id, detail=f"{command} {text}"
+        )
+        target = ResponseTarget(user_id, chan.id)
+        payload = payloads.slash_command(
+            self.workspace,
+            user=user_id,
+            channel=chan.id,
+            command=command,
+            text=text,
+            response_url=self._response_urls.issue(self._base_url(), "commands", target),
+            trigger_id=self._trigger(),
+        )
+        delivery = await self._deliver("slash_commands", payload, True)
+        if delivery.acked:
+            shown = apply_response(self.workspace, target, delivery.ack_payload, source="ack")
+        else:
+            shown = self._slack_notice(target, f"{command} {SLACK_NOTICES.get(delivery.error, 'failed')}")
+        return dataclasses.replace(delivery, shown=shown)
+
+    async def click_button(
+        self, user: str, channel: str, message_ts: str, action_id: str, value: str | None = None
+    ) -> Delivery:
+        user_id, chan = self._user(user), self._channel(channel)
+        target_message = self._clickable(user_id, chan.id, message_ts)
+        button = payloads.find_button(target_message.blocks, action_id)
+        action = self.workspace.record_action(kind="click", user=user_id, channel=chan.id, detail=action_id)
+        thread_ts = target_message.thread_ts if isinstance(target_message, Message) else ""
+        target = ResponseTarget(user_id, chan.id, thread_ts, original=target_message)
+        payload = payloads.block_actions(
+            self.workspace,
+            user=user_id,
+            target=target_message,
+            button=button,
+            value=button.value if value is None else value,
+            action_ts=action.ts,
+            response_url=self._response_urls.issue(self._base_url(), "actions", target),
+            trigger_id=self._trigger(),
+        )
+        delivery = await self._deliver("interactive", payload, False)
+        # Slack ignores a payload on a block_actions ack; an unacked click only shows a warning icon.
+        return dataclasses.replace(delivery, shown="nothing" if delivery.acked else "warning")
+
+    def _clickable(self, user: str, channel: str, ts: str) -> Message | Ephemeral:
+        message = self.workspace.messages.get((channel, ts))
+        if message is not None and not message.deleted:
+            return message
+        ephemeral = self.workspace.find_ephemeral(channel, ts)
+        if ephemeral is not None and ephemeral.user == user and not ephemeral.deleted:
+            return ephemeral
+        raise LookupError(f"no message {ts} in {channel} that {user} can see")
+
+    async def post_message(self, user: str, channel: str, text: str, thread_ts: str = "") -> Delivery | None:
+        """A user writes; the app hears it as `app_mention` (naming the bot) or `message` (in a DM)."""
+        user_id, chan = self._user(user), self._channel(channel)
+        parent = self.workspace.messages.get((chan.id, thread_ts))
+        message = self.workspace.post(
+            Message(
+                channel=chan.id,
+                ts=self.workspace.clock.next(),
+                text=text,
+                blocks=[],
+                user=user_id,
+                thread_ts=(parent.thread_ts or parent.ts) if parent else "",
+            )
+        )
+        mention = (
+            re.search(rf"<@{re.escape(self.workspace.identity.bot_user_id)}(\|[^>]*)?>", text) is not None
+        )
+        if not mention and not chan.is_im:
+            return None
+        event = payloads.message_event(self.workspace, message=message, mention=mention)
+        return await self._deliver("events_api", event, False)
+
+    def _slack_notice(self, target: ResponseTarget, text: str) -> str:
+        notice = Ephemeral(target.channel, self.workspace.clock.next(), target.user, text, [], "slack")
+        self.workspace.add_ephemeral(notice)
+        return "error_notice"
+
+
+def respond(urls: ResponseUrls, workspace: Workspace, hook: str, body: Json) -> tuple[int, Json]:
+    """A POST to a response_url: (HTTP status, JSON answer)."""
+    target = urls.use(hook)
+    if isinstance(target, str):
+        return 404, {"ok": False, "error": target}
+    apply_response(workspace, target, body, source="response_url")
+    return 200, {"ok": True}

@@ -1,0 +1,274 @@
+"""`/gpu …` parsing and the run checks (profile, bounds, quota): every refusal says what to type instead."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.core import commands, models, quota
+
+GIB = 1024**3
+IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+T4 = models.GpuProfile(name="t4", max_count=1)
+A100 = models.GpuProfile(name="a100", max_count=8)
+PROFILES = {"t4": T4, "a100": A100}
+POLICY = models.QuotaPolicy(max_gpus_per_user=2, default_lease_hours=4, max_lease_hours=24)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"run {IMAGE} -- sleep 3600", models.RunRequest(image=IMAGE, command=("sleep", "3600"))),
+        (f"run {IMAGE}", models.RunRequest(image=IMAGE)),
+        (f"RUN {IMAGE}", models.RunRequest(image=IMAGE)),
+        (f"run --gpus 2 {IMAGE}", models.RunRequest(image=IMAGE, gpus=2)),
+        (f"run {IMAGE} --gpus=2 --type=A100", models.RunRequest(image=IMAGE, gpus=2, profile="a100")),
+        (f"run {IMAGE} --hours 1.5", models.RunRequest(image=IMAGE, hours=1.5)),
+        (f"run {IMAGE} --hours 90m", models.RunRequest(image=IMAGE, hours=1.5)),
+        (f"run {IMAGE} --hours 2h", models.RunRequest(image=IMAGE, hours=2.0)),
+        (
+            f"run {IMAGE} --cpu 500m --memory 16Gi",
+            models.RunRequest(image=IMAGE, cpu_millis=500, memory_bytes=16 * GIB),
+        ),
+        (
+            f"run {IMAGE} --cpu 1.5 --memory=512Mi",
+            models.RunRequest(image=IMAGE, cpu_millis=1500, memory_bytes=512 << 20),
+        ),
+        (f"run {IMAGE} --name train-1", models.RunRequest(image=IMAGE, name="train-1")),
+        (
+            f"run {IMAGE} -- python -c \"print('a b')\" --gpus 3",
+            models.RunRequest(image=IMAGE, command=("python", "-c", "print('a b')", "--gpus", "3")),
+        ),
+        (
+            f"run {IMAGE} -- sh -c 'echo $HOME; ls | wc'",
+            models.RunRequest(image=IMAGE, command=("sh", "-c", "echo $HOME; ls | wc")),
+        ),
+        (
+            f"run {IMAGE} -- echo &lt;tag&gt; &amp;",
+            models.RunRequest(image=IMAGE, command=("echo", "<tag>", "&")),
+        ),
+        (
+            f"run {IMAGE} -- echo \u201chello world\u201d",
+            models.RunRequest(image=IMAGE, command=("echo", "hello world")),
+        ),
+        (f"run {IMAGE} --", models.RunRequest(image=IMAGE)),
+        (
+            "run <http://nvcr.io/nvidia/pytorch:24.01-py3|nvcr.io/nvidia/pytorch:24.01-py3>",
+            models.RunRequest(image="nvcr.io/nvidia/pytorch:24.01-py3"),
+        ),
+        ("", models.HelpRequest()),
+        ("   ", models.HelpRequest()),
+        ("help", models.HelpRequest()),
+        ("--help", models.HelpRequest()),
+        ("help run", models.HelpRequest(topic="run")),
+        ("help stop", models.HelpRequest(topic="release")),
+        ("status", models.StatusRequest()),
+        ("status ALL", models.StatusRequest(everyone=True)),
+        ("release", models.ReleaseRequest()),
+        ("release all", models.ReleaseRequest(everything=True)),
+        ("release gpu-u01abc-1a2b3c", models.ReleaseRequest(name="gpu-u01abc-1a2b3c")),
+        ("extend", models.ExtendRequest()),
+        ("extend 2", models.ExtendRequest(hours=2.0)),
+        ("extend 30m", models.ExtendRequest(hours=0.5)),
+        ("extend train-1", models.ExtendRequest(name="train-1")),
+        ("extend train-1 3", models.ExtendRequest(name="train-1", hours=3.0)),
+    ],
+)
+def test_accepted_commands(text: str, expected: models.GpuCommand) -> None:
+    parsed = commands.parse_gpu_command(text)
+    if isinstance(expected, models.RunRequest):
+        assert isinstance(parsed, models.RunRequest)
+        assert parsed == models.RunRequest(**{**vars(expected), "text": parsed.text})
+        assert parsed.text == text.strip()
+    else:
+        assert parsed == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem", "suggestion"),
+    [
+        ("run", "needs an image", f"/gpu run {IMAGE}"),
+        ("run -- sleep 1", "needs an image", f"/gpu run {IMAGE} -- sleep 1"),
+        ("run --gpus", "`--gpus` needs a value", f"/gpu run {IMAGE} --gpus 1"),
+        ("run img --gpus --hours 2", "`--gpus` needs a value", "/gpu run img --gpus 1"),
+        ("run img --gpus= ", "`--gpus` needs a value", "/gpu run img --gpus 1"),
+        ("run img --gpus -- sleep 1", "`--gpus` needs a value", "/gpu run img --gpus 1 -- sleep 1"),
+        ("run img --gpus two", "whole number", "/gpu run img --gpus 1"),
+        ("run img --gpus 1.5", "whole number", "/gpu run img --gpus 1"),
+        ("run img --gpus 0", "between 1 and 16", "/gpu run img --gpus 1"),
+        ("run img --gpus -1", "whole number", "/gpu run img --gpus 1"),
+        ("run img --gpus 99", "between 1 and 16", "/gpu run img --gpus 1"),
+        ("run img --gpus ٣", "whole number", "/gpu run img --gpus 1"),
+        ("run img --gpus 1 --gpus 2", "given twice", "/gpu run img --gpus 1"),
+        ("run img --gpu 2", "did you mean `--gpus`", "/gpu run img --gpus 2"),
+        ("run img --gpu=2", "did you mean `--gpus`", "/gpu run img --gpus 2"),
+        ("run img --mem 16Gi", "did you mean `--memory`", "/gpu run img --memory 16Gi"),
+        ("run img --frobnicate", "Unknown option `--frobnicate`", "/gpu run img"),
+        ("run img -g 2", "Unknown option `-g`", "/gpu run img --gpus 2"),
+        ("run img --hours soon", "number of hours", "/gpu run img --hours 4"),
+        ("run img --hours 0", "between 3 minutes and 720 hours", "/gpu run img --hours 4"),
+        ("run img --hours 1000", "between 3 minutes and 720 hours", "/gpu run img --hours 4"),
+        ("run img --hours nan", "number of hours", "/gpu run img --hours 4"),
+        ("run img --hours inf", "number of hours", "/gpu run img --hours 4"),
+        ("run img --cpu lots", "cores like", "/gpu run img --cpu 2"),
+        ("run img --cpu 50m", "between 100m and 256 cores", "/gpu run img --cpu 2"),
+        ("run img --cpu 1000", "between 100m and 256 cores", "/gpu run img --cpu 2"),
+        ("run img --memory 16GB", "sizes like", "/gpu run img --memory 16Gi"),
+        ("run img --memory 16g", "sizes like", "/gpu run img --memory 16Gi"),
+        ("run img --memory big", "sizes like", "/gpu run img --memory 8Gi"),
+        ("run img --memory 16", "between 64Mi and 4Ti", "/gpu run img --memory 8Gi"),
+        ("run img --memory 9Ti", "between 64Mi and 4Ti", "/gpu run img --memory 8Gi"),
+        ("run img --name My_Job", "`--name` must be lowercase", "/gpu run img --name my-job"),
+        ("run img --name -x-", "`--name` must be lowercase", "/gpu run img --name x"),
+        ("run img --name " + "a" * 64, "at most 63", "/gpu run img --name " + "a" * 63),
+        ("run img --name all", "reserved", "/gpu run img --name my-training"),
+        ("run img --type T_4", "GPU profile name", "/gpu run img --type t4"),
+        ("run img sleep 3600", "put the command after `--`", "/gpu run img -- sleep 3600"),
+        ("run img --gpus 2 sleep 3600", "put the command after `--`", "/gpu run img --gpus 2 -- sleep 3600"),
+        ("run NVIDIA/cuda --gpus 1", "must be lowercase", "/gpu run nvidia/cuda --gpus 1"),
+        ("run img;reboot", "`;` cannot appear", f"/gpu run {IMAGE}"),
+        ("run https://ghcr.io/a/b", "https://", "/gpu run ghcr.io/a/b"),
+        ("run 'img -- sleep'", "spaces", f"/gpu run {IMAGE}"),
+        (
+            'run img -- echo "unclosed',
+            "quote is not closed",
+            "/gpu run IMAGE -- python -c \"print('hello')\"",
+        ),
+        ("run img -- echo \\", "quote is not closed", "/gpu run IMAGE -- python -c \"print('hello')\""),
+        ("rnu img", "did you mean `run`", "/gpu run img"),
+        ("start img", "did you mean `run`", "/gpu run img"),
+        ("stop", "did you mean `release`", "/gpu release"),
+        ("launch", "did you mean `run`", f"/gpu run {IMAGE}"),
+        ("ls", "did you mean `status`", "/gpu status"),
+        ("nvidia/cuda:12", "say `run` first", "/gpu run nvidia/cuda:12"),
+        ("dance", "not a `/gpu` command", "/gpu help"),
+        ("status mine", "takes nothing, or `all`", "/gpu status"),
+        ("status all now", "takes nothing, or `all`", "/gpu status all"),
+        ("release a b", "one workload name", "/gpu release a"),
+        ("release Bad_Name", "not a workload name", "/gpu release NAME"),
+        ("extend a 2 3", "a workload name and a number", "/gpu extend [NAME] [HOURS]"),
+        ("extend a soon", "not a number of hours", "/gpu extend a 4"),
+        ("extend a 0", "3 minutes to 720 hours", "/gpu extend a 4"),
+        ("extend Bad_Name", "not a workload name", "/gpu extend NAME 4"),
+        ("help me please", "No help", "/gpu help"),
+    ],
+)
+def test_refusals_say_what_is_wrong_and_what_to_type(text: str, problem: str, suggestion: str) -> None:
+    refused = commands.parse_gpu_command(text)
+    assert isinstance(refused, models.UsageError), refused
+    assert problem in refused.problem
+    assert refused.suggestion == suggestion
+    assert refused.problem in refused.message and f"`{suggestion}`" in refused.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "run img --gpus two",
+        "run img --gpu 2",
+        "run img sleep 3600",
+        "run NVIDIA/cuda",
+        "run img --memory 16GB",
+        "run img --name My_Job",
+        "rnu img",
+    ],
+)
+def test_suggested_run_commands_are_accepted(text: str) -> None:
+    refused = commands.parse_gpu_command(text)
+    assert isinstance(refused, models.UsageError)
+    assert isinstance(commands.parse_gpu_command(refused.suggestion.removeprefix("/gpu ")), models.RunRequest)
+
+
+def test_format_run_round_trips() -> None:
+    text = f"run {IMAGE} --gpus 2 --type a100 --hours 1.5 --cpu 500m --memory 16Gi --name x -- sh -c 'a; b'"
+    parsed = commands.parse_gpu_command(text)
+    assert isinstance(parsed, models.RunRequest)
+    again = commands.parse_gpu_command(commands.format_run(parsed).removeprefix("/gpu "))
+    assert isinstance(again, models.RunRequest)
+    assert again == models.RunRequest(**{**vars(parsed), "text": again.text})
+
+
+def test_help_covers_every_command() -> None:
+    overview = commands.help_text()
+    assert all(usage in overview for usage in commands.USAGES.values())
+    assert "--memory" in commands.help_text("run")
+
+
+# --- run checks: profile, bounds, quota -------------------------------------------------------------------
+
+
+def _run(text: str) -> models.RunRequest:
+    parsed = commands.parse_gpu_command(text)
+    assert isinstance(parsed, models.RunRequest)
+    return parsed
+
+
+@pytest.mark.parametrize(
+    ("text", "owned", "problem", "suggestion"),
+    [
+        ("run img --type v100", 0, "no GPU type `v100`. Known types: `a100`, `t4`", "/gpu run img --type t4"),
+        ("run img --gpus 2", 0, "at most 1 GPU (one node's worth)", "/gpu run img"),
+        ("run img --type a100 --gpus 9", 0, "at most 8 GPUs", "/gpu run img --gpus 8 --type a100"),
+        ("run img --hours 48", 0, "at most 24 hours", "/gpu run img --hours 24"),
+        ("run img", 2, "quota is 2; you already hold 2", "/gpu release NAME"),
+        ("run img --type a100 --gpus 2", 1, "quota is 2; you already hold 1", "/gpu run img --type a100"),
+        ("run img --type a100 --gpus 2 -- sleep 1", 5, "Release one first", "/gpu release NAME"),
+    ],
+)
+def test_run_checks_refuse_with_a_fix(text: str, owned: int, problem: str, suggestion: str) -> None:
+    refused = quota.check_run(
+        _run(text), profiles=PROFILES, default_profile="t4", owned_gpus=owned, policy=POLICY
+    )
+    assert isinstance(refused, models.UsageError), refused
+    assert problem in refused.problem
+    assert refused.suggestion == suggestion
+
+
+@pytest.mark.parametrize(
+    ("text", "owned", "profile"),
+    [("run img", 0, T4), ("run img", 1, T4), ("run img --type a100 --gpus 2", 0, A100)],
+)
+def test_run_checks_accept(text: str, owned: int, profile: models.GpuProfile) -> None:
+    checked = quota.check_run(
+        _run(text), profiles=PROFILES, default_profile="t4", owned_gpus=owned, policy=POLICY
+    )
+    assert checked == profile
+
+
+def test_check_quota_alone() -> None:
+    assert quota.check_quota(_run("run img"), 1, POLICY) is None
+    assert isinstance(quota.check_quota(_run("run img"), 2, POLICY), models.UsageError)
+    assert isinstance(
+        quota.check_quota(_run("run img"), 0, models.QuotaPolicy(max_gpus_per_user=0)), models.UsageError
+    )
+
+
+def test_lease_hours_default_and_explicit() -> None:
+    assert quota.lease_hours(_run("run img"), POLICY) == 4
+    assert quota.lease_hours(_run("run img --hours 2"), POLICY) == 2
+
+
+# --- properties -------------------------------------------------------------------------------------------
+
+_words = st.sampled_from(
+    ["run", "status", "release", "extend", "help", "all", "--", "--gpus", "--gpus=", "--type", "--hours",
+     "--cpu", "--memory", "--name", "-g", IMAGE, "img", "2", "0", "1.5", "90m", "500m", "8Gi", "'", '"', "\\",
+     "&amp;", "<http://x.io|x.io>", "NVIDIA/cuda", "a;b", "\u201c", "-1"]
+)  # fmt: skip
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(max_size=120))
+def test_arbitrary_text_never_raises(text: str) -> None:
+    parsed = commands.parse_gpu_command(text)
+    assert isinstance(parsed, models.GpuCommand | models.UsageError)
+    if isinstance(parsed, models.UsageError):
+        assert parsed.problem and parsed.suggestion.startswith("/gpu")
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_words, max_size=10).map(" ".join))
+def test_command_like_text_never_raises(text: str) -> None:
+    parsed = commands.parse_gpu_command(text)
+    assert isinstance(parsed, models.GpuCommand | models.UsageError)
