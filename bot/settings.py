@@ -335,6 +335,14 @@ PROFILE_FIELDS = frozenset(
     }
 )
 TOLERATION_FIELDS = frozenset({"key", "operator", "value", "effect", "tolerationSeconds"})
+FIELD_HINTS = {
+    "important": "key",  # the seed manifest's mistake, which Kubernetes silently drops
+    "maxGpus": "maxCount",
+    "gpus": "maxCount",
+    "price": "pricePerHour",
+    "selector": "nodeSelector",
+    "node_selector": "nodeSelector",
+}
 TOLERATION_EFFECTS = frozenset({"", "NoSchedule", "PreferNoSchedule", "NoExecute"})
 _QUALIFIED_NAME = re.compile(
     r"(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
@@ -363,7 +371,8 @@ def _unknown_fields(
     entry: Mapping[str, Any], allowed: frozenset[str], path: str, problems: _Problems
 ) -> None:
     for name in sorted(set(entry) - allowed, key=str):
-        close = difflib.get_close_matches(str(name), allowed, n=1)
+        hinted = FIELD_HINTS.get(str(name))
+        close = [hinted] if hinted in allowed else difflib.get_close_matches(str(name), allowed, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(sorted(allowed))})"
         problems.add(path, f"unknown field {name!r}{hint}")
 

@@ -82,7 +82,11 @@ def _split_domain(name: str) -> tuple[str, str]:
     """
     first, slash, rest = name.partition("/")
     looks_like_host = "." in first or ":" in first or first == "localhost"
-    if slash and looks_like_host and (":" in first or DOMAIN.fullmatch(first) or not PATH_COMPONENT.fullmatch(first)):
+    if (
+        slash
+        and looks_like_host
+        and (":" in first or DOMAIN.fullmatch(first) or not PATH_COMPONENT.fullmatch(first))
+    ):
         return first, rest
     return "", name
 

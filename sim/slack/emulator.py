@@ -42,6 +42,9 @@ class SlackConfig:
     identity: Identity = field(default_factory=Identity)
     users: tuple[User, ...] = DEFAULT_USERS
     channels: tuple[tuple[str, str], ...] = DEFAULT_CHANNELS
+    """(id, name) pairs; every seeded user is a member of each."""
+    uninvited: frozenset[str] = frozenset()
+    """Channel ids the bot has not joined: chat.postMessage there answers not_in_channel."""
     rate_limits: RateLimitConfig = field(default_factory=RateLimitConfig)
     faults: FaultConfig = field(default_factory=FaultConfig)
     socket_mode: SocketModeConfig = field(default_factory=SocketModeConfig)
@@ -63,7 +66,10 @@ class SlackEmulator:
     def __init__(self, config: SlackConfig | None = None) -> None:
         self.config = config or SlackConfig()
         self.workspace = Workspace(
-            identity=self.config.identity, users=self.config.users, channels=self.config.channels
+            identity=self.config.identity,
+            users=self.config.users,
+            channels=self.config.channels,
+            uninvited=self.config.uninvited,
         )
         self.limiter = RateLimiter(self.config.rate_limits)
         self.faults = Faults(self.config.faults)

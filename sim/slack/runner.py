@@ -160,6 +160,9 @@ class BackgroundSlack:
 
         self.run(apply)
 
+    def use_socket_mode(self) -> None:
+        self.run(lambda: setattr(self.emulator.config, "mode", "socket_mode"))
+
     def _bump(self) -> None:
         with self._activity:
             self._version += 1

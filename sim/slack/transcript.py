@@ -172,6 +172,7 @@ class Workspace:
         identity: Identity,
         users: tuple[User, ...] = DEFAULT_USERS,
         channels: tuple[tuple[str, str], ...] = DEFAULT_CHANNELS,
+        uninvited: frozenset[str] = frozenset(),
         clock: TsClock | None = None,
     ) -> None:
         self.identity = identity
@@ -180,7 +181,8 @@ class Workspace:
         self.users: dict[str, User] = {user.id: user for user in (*users, bot)}
         humans = {user.id for user in users}
         self.channels: dict[str, Channel] = {
-            cid: Channel(cid, name, members=set(humans)) for cid, name in channels
+            cid: Channel(cid, name, bot_member=cid not in uninvited, members=set(humans))
+            for cid, name in channels
         }
         self.messages: dict[tuple[str, str], Message] = {}
         self.ephemerals: list[Ephemeral] = []

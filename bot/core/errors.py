@@ -1,0 +1,42 @@
+"""The small error taxonomy adapters convert vendor failures into, so the core never sees an SDK exception.
+
+Each class says what a caller should do next: give up on the object, reread it, relist, wait, or fix input.
+"""
+
+from __future__ import annotations
+
+
+class GpubotError(Exception):
+    """Base of every failure an adapter reports; catching it catches all of them."""
+
+
+class NotFound(GpubotError):
+    """The object does not exist (any more); the caller treats it as already gone."""
+
+
+class Conflict(GpubotError):
+    """The object exists already, or changed under us; reread before deciding again."""
+
+
+class Gone(GpubotError):
+    """A resourceVersion is too old to resume from; relist, then watch again."""
+
+
+class RateLimited(GpubotError):
+    """The remote asked us to slow down; retry after `retry_after` seconds."""
+
+    def __init__(self, message: str = "rate limited", *, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Unavailable(GpubotError):
+    """The remote is down, unreachable or failing (5xx, connection errors); retry with back-off."""
+
+
+class Invalid(GpubotError):
+    """The remote refused the request as it stands (malformed, or not allowed); retrying it unchanged cannot help."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

@@ -1,0 +1,301 @@
+"""Core: the API objects the watches deliver, read as gpubot's models, purely and without trusting their shape.
+
+Adapters hand over plain dicts exactly as the API server sent them (camelCase keys, RFC 3339 strings);
+these functions turn them into a `Workload` and into the lifecycle's observations. A missing or odd field
+never raises: the object is read as far as it goes, because one strange pod must not stop a watch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bot.core import labels, lifecycle, podspec
+
+GKE_NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+POOL_LABELS = (GKE_NODEPOOL_LABEL, EKS_NODEGROUP_LABEL)
+"""Node labels naming the pool a node belongs to, in the order they are trusted."""
+
+Body = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One gpubot pod as the cluster holds it: what was asked (annotations) and where it is (status)."""
+
+    name: str
+    namespace: str
+    uid: str
+    owner_id: str
+    """The Slack user id of who asked (the requester annotation, else the owner label)."""
+    requester_name: str
+    profile: str
+    channel: str
+    thread_ts: str | None
+    lease_end: datetime | None
+    requested_at: datetime | None
+    gpus: int
+    phase: str
+    """The pod's status.phase (`Pending` until the kubelet reports one)."""
+    node: str
+    command: str
+    """The slash command as typed, e.g. `/gpu run pytorch --gpus 1`."""
+    deletion_requested: bool
+    """A deletionTimestamp is set: the pod is terminating and counts as released."""
+    image: str = ""
+    created_at: datetime | None = None
+    resource_version: str = ""
+
+    @property
+    def key(self) -> str:
+        """`namespace/name`, the identity informer caches and logs use."""
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class EventSubject:
+    """The object an Event is about, so a tracker can route the event to the right workload."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+
+def _map(value: Any) -> Body:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _maps(value: Any) -> list[Body]:
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _time(value: Any) -> datetime | None:
+    return podspec.parse_time(value) if isinstance(value, str) and value else None
+
+
+def _count(value: Any) -> int:
+    """An extended-resource quantity (`"1"`, `2`); anything fractional or odd counts as none."""
+    try:
+        return max(int(str(value)), 0)
+    except ValueError:
+        return 0
+
+
+def _latest(moments: Iterable[datetime | None]) -> datetime | None:
+    return max((m for m in moments if m is not None), default=None)
+
+
+def is_gpu_resource(name: str) -> bool:
+    """`nvidia.com/gpu`, and other vendors' `<domain>/gpu` extended resources."""
+    return name == labels.GPU_RESOURCE or name.endswith("/gpu")
+
+
+def container_gpus(container: Body) -> int:
+    """GPUs one container asks for: limits win, as extended resources require limits = requests."""
+    resources = _map(container.get("resources"))
+    for section in ("limits", "requests"):
+        found = [_count(v) for k, v in _map(resources.get(section)).items() if is_gpu_resource(str(k))]
+        if found:
+            return sum(found)
+    return 0
+
+
+def pod_gpus(pod: Body) -> int:
+    return sum(container_gpus(c) for c in _maps(_map(pod.get("spec")).get("containers")))
+
+
+def is_managed(pod: Body) -> bool:
+    pod_labels = _map(_map(pod.get("metadata")).get("labels"))
+    return pod_labels.get(labels.MANAGED_BY_LABEL) == labels.MANAGED_BY_VALUE
+
+
+def from_pod(pod: Body) -> Workload | None:
+    """The workload a pod dict describes; None for pods gpubot does not manage."""
+    if not is_managed(pod):
+        return None
+    origin = podspec.read_origin(pod)
+    if origin is None:
+        return None
+    metadata = _map(pod.get("metadata"))
+    notes = _map(metadata.get("annotations"))
+    spec, status = _map(pod.get("spec")), _map(pod.get("status"))
+    containers = _maps(spec.get("containers"))
+    return Workload(
+        name=origin.name,
+        namespace=origin.namespace,
+        uid=_text(metadata.get("uid")),
+        owner_id=origin.owner_id,
+        requester_name=_text(notes.get(labels.REQUESTER_NAME_ANNOTATION)),
+        profile=origin.profile,
+        channel=origin.channel,
+        thread_ts=origin.thread_ts,
+        lease_end=origin.lease_end,
+        requested_at=_time(notes.get(labels.REQUESTED_AT_ANNOTATION)),
+        gpus=pod_gpus(pod),
+        phase=_text(status.get("phase")) or "Pending",
+        node=_text(spec.get("nodeName")),
+        command=origin.command,
+        deletion_requested=bool(metadata.get("deletionTimestamp")),
+        image=_text(containers[0].get("image")) if containers else "",
+        created_at=_time(metadata.get("creationTimestamp")),
+        resource_version=_text(metadata.get("resourceVersion")),
+    )
+
+
+# -- observations for the lifecycle state machine --------------------------------------------------
+
+
+def _container_statuses(status: Body) -> list[Body]:
+    return _maps(status.get("containerStatuses"))
+
+
+def _state_times(container_status: Body) -> list[datetime | None]:
+    out: list[datetime | None] = []
+    for state_key in ("state", "lastState"):
+        for detail in _map(container_status.get(state_key)).values():
+            details = _map(detail)
+            out += [_time(details.get("startedAt")), _time(details.get("finishedAt"))]
+    return out
+
+
+def pod_time(pod: Body) -> datetime | None:
+    """The newest moment the pod itself records: creation, start, conditions, container transitions.
+
+    Milestones carry the cluster's own times, so a thread tells when things happened, not when we heard.
+    """
+    metadata, status = _map(pod.get("metadata")), _map(pod.get("status"))
+    moments = [_time(metadata.get("creationTimestamp")), _time(status.get("startTime"))]
+    moments += [_time(c.get("lastTransitionTime")) for c in _maps(status.get("conditions"))]
+    for container_status in _container_statuses(status):
+        moments += _state_times(container_status)
+    return _latest(moments)
+
+
+def _waiting(statuses: list[Body]) -> Body:
+    return next((w for w in (_map(_map(s.get("state")).get("waiting")) for s in statuses) if w), {})
+
+
+def _terminated(statuses: list[Body]) -> Body:
+    """The current termination, else the last one (a restarted container's OOMKilled still matters)."""
+    for state_key in ("state", "lastState"):
+        for container_status in statuses:
+            found = _map(_map(container_status.get(state_key)).get("terminated"))
+            if found:
+                return found
+    return {}
+
+
+def _exit_code(terminated: Body) -> int | None:
+    code = terminated.get("exitCode")
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def observe_pod(pod: Body, *, deleted: bool = False, at: datetime | None = None) -> lifecycle.PodSeen:
+    """What one pod dict says, for `lifecycle.advance`.
+
+    `deleted` comes from the watch event type (a DELETED object looks like any other). `at` defaults to
+    the pod's own newest timestamp, or its deletionTimestamp once deleted; a pod with no timestamps at
+    all needs `at`, since the core never reads the clock.
+    """
+    metadata, status = _map(pod.get("metadata")), _map(pod.get("status"))
+    when = at or (deleted and _time(metadata.get("deletionTimestamp"))) or pod_time(pod)
+    if when is None:
+        raise ValueError("pod has no timestamps; pass `at`")
+    statuses = _container_statuses(status)
+    waiting, terminated = _waiting(statuses), _terminated(statuses)
+    return lifecycle.PodSeen(
+        at=when,
+        phase=_text(status.get("phase")) or "Pending",
+        node=_text(_map(pod.get("spec")).get("nodeName")),
+        waiting_reason=_text(waiting.get("reason")),
+        waiting_message=_text(waiting.get("message")),
+        terminated_reason=_text(terminated.get("reason")),
+        exit_code=_exit_code(terminated),
+        restarts=sum(_count(s.get("restartCount")) for s in statuses),
+        deleted=deleted,
+    )
+
+
+def event_time(event: Body) -> datetime | None:
+    """When an Event last happened: lastTimestamp for repeats, else eventTime, else its creation."""
+    series = _map(event.get("series"))
+    candidates = (
+        event.get("lastTimestamp"),
+        series.get("lastObservedTime"),
+        event.get("eventTime"),
+        event.get("firstTimestamp"),
+        event.get("deprecatedLastTimestamp"),
+        _map(event.get("metadata")).get("creationTimestamp"),
+    )
+    return next((t for t in map(_time, candidates) if t is not None), None)
+
+
+def observe_event(event: Body) -> lifecycle.EventSeen | None:
+    """A core/v1 (or events.k8s.io/v1) Event as an observation; None for one without reason or time."""
+    reason, when = _text(event.get("reason")), event_time(event)
+    if not reason or when is None:
+        return None
+    message = _text(event.get("message")) or _text(event.get("note"))
+    return lifecycle.EventSeen(at=when, reason=reason, message=message, type=_text(event.get("type")) or "Normal")
+
+
+def event_subject(event: Body) -> EventSubject | None:
+    """The object the Event is about (`involvedObject`, or `regarding` in events.k8s.io/v1)."""
+    ref = _map(event.get("involvedObject")) or _map(event.get("regarding"))
+    name = _text(ref.get("name"))
+    if not name:
+        return None
+    return EventSubject(
+        kind=_text(ref.get("kind")),
+        namespace=_text(ref.get("namespace")),
+        name=name,
+        uid=_text(ref.get("uid")),
+    )
+
+
+def node_pool(node: Body) -> str:
+    node_labels = _map(_map(node.get("metadata")).get("labels"))
+    return next((_text(node_labels.get(key)) for key in POOL_LABELS if node_labels.get(key)), "")
+
+
+def node_ready(node: Body) -> bool:
+    conditions = _maps(_map(node.get("status")).get("conditions"))
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def node_gpus(node: Body) -> int:
+    """Allocatable GPUs: zero until the device plugin registers, even on a Ready node."""
+    allocatable = _map(_map(node.get("status")).get("allocatable"))
+    return sum(_count(v) for k, v in allocatable.items() if is_gpu_resource(str(k)))
+
+
+def node_time(node: Body) -> datetime | None:
+    metadata, status = _map(node.get("metadata")), _map(node.get("status"))
+    moments = [_time(metadata.get("creationTimestamp"))]
+    moments += [_time(c.get("lastTransitionTime")) for c in _maps(status.get("conditions"))]
+    return _latest(moments)
+
+
+def observe_node(node: Body, *, at: datetime | None = None) -> lifecycle.NodeSeen:
+    """A Node dict as an observation; `at` defaults to its newest condition transition or its creation.
+
+    GPUs becoming allocatable changes no condition, so a tracker that wants that moment passes `at`.
+    """
+    when = at or node_time(node)
+    if when is None:
+        raise ValueError("node has no timestamps; pass `at`")
+    return lifecycle.NodeSeen(
+        at=when,
+        name=_text(_map(node.get("metadata")).get("name")),
+        ready=node_ready(node),
+        gpus=node_gpus(node),
+        pool=node_pool(node),
+    )

@@ -1,0 +1,223 @@
+"""Settings from the environment (one place, every problem at once) and the GPU profiles file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot import settings
+from bot.core import models
+
+REPO = Path(__file__).resolve().parents[2]
+SOCKET_ENV = {"SLACK_BOT_TOKEN": "xoxb-secret", "SLACK_APP_TOKEN": "xapp-secret"}
+
+
+def test_defaults_in_socket_mode() -> None:
+    loaded = settings.Settings.from_env(SOCKET_ENV)
+    assert loaded.slack.mode == "socket"
+    assert loaded.slack.api_base_url == "https://slack.com/api/"
+    assert loaded.cluster == settings.ClusterSettings()
+    assert loaded.redis.url == "redis://localhost:6379/0"
+    assert loaded.policy() == models.QuotaPolicy(
+        max_gpus_per_user=2, default_lease_hours=4, max_lease_hours=24
+    )
+
+
+def test_everything_from_the_environment() -> None:
+    loaded = settings.Settings.from_env(
+        {
+            "SLACK_BOT_TOKEN": "xoxb-1",
+            "SLACK_SIGNING_SECRET": "shh",
+            "SLACK_MODE": "HTTP",
+            "SLACK_API_URL": "http://127.0.0.1:4000/api",
+            "PORT": "8080",
+            "GPUBOT_SCALE_CHANNEL": "C0OPS",
+            "KUBECONFIG": "/tmp/kubeconfig",
+            "GPUBOT_NAMESPACE": "ml",
+            "REDIS_URL": "redis://:pw@redis:6379/1",
+            "GPUBOT_DEFAULT_LEASE_HOURS": "2",
+            "GPUBOT_MAX_LEASE_HOURS": "8",
+            "GPUBOT_REAPER_DRY_RUN": "yes",
+            "GPUBOT_MAX_GPUS_PER_USER": "4",
+            "GPUBOT_ADMINS": "U0ADMIN, U0OTHER",
+            "GPUBOT_PROFILES_FILE": "deploy/profiles.yaml",
+            "LOG_LEVEL": "debug",
+            "LOG_FORMAT": "json",
+        }
+    )
+    assert loaded.slack.mode == "http" and loaded.slack.http_port == 8080
+    assert loaded.slack.api_base_url == "http://127.0.0.1:4000/api/"
+    assert loaded.slack.scale_channel == "C0OPS"
+    assert loaded.cluster == settings.ClusterSettings(kubeconfig="/tmp/kubeconfig", namespace="ml")
+    assert loaded.reaper.dry_run and loaded.reaper.max_lease_hours == 8
+    assert loaded.policy() == models.QuotaPolicy(
+        max_gpus_per_user=4,
+        default_lease_hours=2,
+        max_lease_hours=8,
+        admins=frozenset({"U0ADMIN", "U0OTHER"}),
+    )
+    assert loaded.policy().is_admin("U0ADMIN") and not loaded.policy().is_admin("U01ALICE")
+    assert loaded.log_level == "DEBUG" and loaded.log_json
+
+
+def test_in_cluster_is_the_default_inside_kubernetes() -> None:
+    inside = settings.Settings.from_env({**SOCKET_ENV, "KUBERNETES_SERVICE_HOST": "10.0.0.1"})
+    assert inside.cluster.in_cluster
+    with_kubeconfig = settings.Settings.from_env(
+        {**SOCKET_ENV, "KUBERNETES_SERVICE_HOST": "x", "KUBECONFIG": "k"}
+    )
+    assert not with_kubeconfig.cluster.in_cluster
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    with pytest.raises(settings.SettingsError) as raised:
+        settings.Settings.from_env(
+            {
+                "SLACK_MODE": "carrier-pigeon",
+                "GPUBOT_MAX_GPUS_PER_USER": "lots",
+                "GPUBOT_DEFAULT_LEASE_HOURS": "nan",
+                "GPUBOT_MAX_LEASE_HOURS": "-1",
+                "GPUBOT_REAPER_DRY_RUN": "perhaps",
+                "GPUBOT_NAMESPACE": "Not_Valid",
+                "PORT": "99999",
+                "SLACK_API_URL": "slack.com",
+                "LOG_LEVEL": "chatty",
+            }
+        )
+    message = str(raised.value)
+    for expected in (
+        "SLACK_MODE='carrier-pigeon'",
+        "SLACK_BOT_TOKEN is required",
+        "SLACK_APP_TOKEN is required in Socket Mode",
+        "GPUBOT_MAX_GPUS_PER_USER='lots': expected a whole number",
+        "GPUBOT_DEFAULT_LEASE_HOURS='nan'",
+        "GPUBOT_MAX_LEASE_HOURS='-1'",
+        "GPUBOT_REAPER_DRY_RUN='perhaps'",
+        "GPUBOT_NAMESPACE='Not_Valid'",
+        "PORT='99999'",
+        "SLACK_API_URL='slack.com'",
+        "LOG_LEVEL='CHATTY'",
+    ):
+        assert expected in message
+
+
+@pytest.mark.parametrize(
+    ("env", "problem"),
+    [
+        ({"SLACK_MODE": "http", "SLACK_BOT_TOKEN": "x"}, "SLACK_SIGNING_SECRET is required in HTTP mode"),
+        ({**SOCKET_ENV, "GPUBOT_DEFAULT_LEASE_HOURS": "30"}, "exceeds GPUBOT_MAX_LEASE_HOURS=24"),
+    ],
+)
+def test_mode_and_lease_consistency(env: dict[str, str], problem: str) -> None:
+    with pytest.raises(settings.SettingsError, match=problem):
+        settings.Settings.from_env(env)
+
+
+def test_redacted_hides_secrets() -> None:
+    loaded = settings.Settings.from_env(
+        {**SOCKET_ENV, "SLACK_SIGNING_SECRET": "sig", "REDIS_URL": "redis://user:hunter2@redis:6379/0"}
+    )
+    shown = loaded.redacted()
+    text = repr(shown) + repr(loaded)
+    for secret in ("xoxb-secret", "xapp-secret", "hunter2", "'sig'"):
+        assert secret not in text
+    assert shown["slack"]["bot_token"] == "***"
+    assert shown["redis"]["url"] == "redis://user:***@redis:6379/0"
+    assert settings.redact_url("redis://localhost:6379") == "redis://localhost:6379"
+
+
+def test_shipped_profiles_match_the_seed_pool() -> None:
+    catalog = settings.load_profile_catalog((REPO / "deploy" / "profiles.yaml").read_text())
+    assert catalog.default == "t4" and set(catalog.profiles) == {"t4", "a100"}
+    t4 = catalog.profiles["t4"]
+    assert t4 == settings.load_profiles(settings.BUILTIN_PROFILES_YAML)["t4"]
+    assert t4.resource_name == "nvidia.com/gpu" and t4.max_count == 1
+    assert t4.tolerations == (models.Toleration(key="nvidia.com/gpu", value="present", effect="NoSchedule"),)
+    assert t4.node_selector_map == {"app-type": "gpu-workloads"}
+    assert (t4.default_cpu_millis, t4.default_memory_bytes) == (2000, 8 * 1024**3)
+    assert t4.price_per_hour == pytest.approx(0.54)
+
+
+def test_read_profile_catalog_uses_file_builtin_and_override(tmp_path: Path) -> None:
+    builtin = settings.read_profile_catalog(settings.Settings.from_env(SOCKET_ENV))
+    assert list(builtin.profiles) == ["t4"]
+    from_file = settings.read_profile_catalog(
+        settings.Settings.from_env(
+            {
+                **SOCKET_ENV,
+                "GPUBOT_PROFILES_FILE": str(REPO / "deploy/profiles.yaml"),
+                "GPUBOT_DEFAULT_PROFILE": "a100",
+            }
+        )
+    )
+    assert from_file.default == "a100"
+    missing = settings.Settings.from_env({**SOCKET_ENV, "GPUBOT_PROFILES_FILE": str(tmp_path / "nope.yaml")})
+    with pytest.raises(settings.SettingsError, match="GPUBOT_PROFILES_FILE"):
+        settings.read_profile_catalog(missing)
+
+
+def _profile(body: str) -> str:
+    indented = "\n".join("    " + line for line in body.strip().splitlines())
+    return f"profiles:\n  p:\n{indented}\n"
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "problem"),
+    [
+        ("", "non-empty `profiles:`"),
+        ("profiles: {}", "non-empty `profiles:`"),
+        ("profiles: [", "not valid YAML"),
+        ("profiles:\n  T4: {}\n", "profiles.T4: profile names are lowercase"),
+        ("profiles:\n  p: 3\n", "profiles.p: must be a mapping"),
+        ("extra: 1\nprofiles:\n  p: {}\n", "(top level): unknown field 'extra'"),
+        ("default: v100\nprofiles:\n  p: {}\n", "default: 'v100' is not one of the profiles"),
+        (_profile("maxGpus: 2"), "unknown field 'maxGpus' (did you mean 'maxCount'?)"),
+        (_profile("maxcount: 2"), "unknown field 'maxcount' (did you mean 'maxCount'?)"),
+        (_profile("resource: gpu"), "profiles.p.resource: 'gpu' is not an extended resource"),
+        (_profile("maxCount: 0"), "profiles.p.maxCount: must be a whole number from 1 to 16"),
+        (_profile("maxCount: two"), "profiles.p.maxCount"),
+        (_profile("maxCount: true"), "profiles.p.maxCount"),
+        (_profile("pricePerHour: cheap"), "profiles.p.pricePerHour"),
+        (_profile("pricePerHour: -1"), "profiles.p.pricePerHour"),
+        (_profile("tolerations: {key: x}"), "profiles.p.tolerations: must be a list"),
+        (_profile("tolerations: [x]"), "profiles.p.tolerations[0]: must be a mapping"),
+        (
+            _profile("tolerations: [{important: nvidia.com/gpu, operator: Equal, value: present}]"),
+            "unknown field 'important' (did you mean 'key'?)",
+        ),
+        (
+            _profile("tolerations: [{key: k, operator: Same}]"),
+            "tolerations[0].operator: must be Equal or Exists",
+        ),
+        (_profile("tolerations: [{key: k, operator: Exists, value: v}]"), "value: must be empty"),
+        (_profile("tolerations: [{value: v}]"), "tolerations[0].key: is required unless operator is Exists"),
+        (_profile("tolerations: [{key: 'bad key'}]"), "not a valid taint key"),
+        (_profile("tolerations: [{key: k, effect: NoRun}]"), "tolerations[0].effect: must be one of"),
+        (
+            _profile("tolerations: [{key: k, effect: NoSchedule, tolerationSeconds: 5}]"),
+            "only with effect NoExecute",
+        ),
+        (_profile("nodeSelector: [a]"), "nodeSelector: must be a mapping"),
+        (_profile("nodeSelector: {gpu: true}"), "quote numbers and booleans"),
+        (_profile("nodeSelector: {'bad key': x}"), "is not a valid label key"),
+        (_profile("defaults: {cpu: lots}"), "defaults.cpu: 'lots' is not a CPU amount"),
+        (_profile("defaults: {memory: 8GB}"), "defaults.memory: '8GB' is not a memory amount"),
+        (_profile("defaults: {gpu: 1}"), "defaults: unknown field 'gpu'"),
+    ],
+)
+def test_bad_profiles_are_refused_with_their_path(yaml_text: str, problem: str) -> None:
+    with pytest.raises(settings.SettingsError) as raised:
+        settings.load_profiles(yaml_text)
+    assert problem in str(raised.value)
+
+
+def test_all_profile_problems_come_together() -> None:
+    with pytest.raises(settings.SettingsError) as raised:
+        settings.load_profiles(_profile("maxCount: 0\npricePerHour: x\nresource: gpu"))
+    assert str(raised.value).count("profiles.p.") == 3
+
+
+def test_minimal_profile_gets_defaults() -> None:
+    profile = settings.load_profiles("profiles:\n  p: {defaults: {cpu: 4}}\n")["p"]
+    assert profile == models.GpuProfile(name="p", default_cpu_millis=4000)
