@@ -280,14 +280,16 @@ def node_gpus(node: Body) -> int:
 def node_time(node: Body) -> datetime | None:
     metadata, status = _map(node.get("metadata")), _map(node.get("status"))
     moments = [_time(metadata.get("creationTimestamp"))]
-    moments += [_time(c.get("lastTransitionTime")) for c in _maps(status.get("conditions"))]
+    for condition in _maps(status.get("conditions")):
+        moments += [_time(condition.get("lastTransitionTime")), _time(condition.get("lastHeartbeatTime"))]
     return _latest(moments)
 
 
 def observe_node(node: Body, *, at: datetime | None = None) -> lifecycle.NodeSeen:
-    """A Node dict as an observation; `at` defaults to its newest condition transition or its creation.
+    """A Node dict as an observation; `at` defaults to its newest condition heartbeat or transition.
 
-    GPUs becoming allocatable changes no condition, so a tracker that wants that moment passes `at`.
+    The kubelet stamps heartbeats on every status update, but a cluster that does not (the sim, when GPUs
+    become allocatable) would date that change too early; a tracker that needs the moment passes `at`.
     """
     when = at or node_time(node)
     if when is None:

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
 import pytest
-from aiohttp import web
 
 from sim.clock import Clock
 from sim.cluster import eks
 from sim.cluster.pools import EKS, GKE, NodePool, PoolRegistry, Taint
+from tests.sim import routes_server
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 
@@ -31,23 +29,8 @@ class Server:
 def server() -> Iterator[Server]:
     registry, clock = PoolRegistry(), Clock()
     api = eks.EksApi(registry, cluster="demo", region="us-east-1", clock=clock)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    runner = asyncio.run_coroutine_threadsafe(start_app(api.routes()), loop).result()
-    yield Server(f"http://127.0.0.1:{runner.addresses[0][1]}", registry, clock, api)
-    asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result()
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join()
-
-
-async def start_app(routes: list[web.RouteDef]) -> web.AppRunner:
-    app = web.Application()
-    app.add_routes(routes)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    return runner
+    with routes_server.serve(api.routes()) as url:
+        yield Server(url, registry, clock, api)
 
 
 @pytest.fixture

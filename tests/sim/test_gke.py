@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +13,6 @@ from typing import Any
 
 import pytest
 import requests
-from aiohttp import web
 from google.api_core import exceptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import container_v1
@@ -23,6 +20,7 @@ from google.cloud import container_v1
 from sim.clock import Clock
 from sim.cluster import gke
 from sim.cluster.pools import EKS, GKE, NodePool, PoolRegistry, Taint
+from tests.sim import routes_server
 
 PARENT = "projects/demo/locations/local-a/clusters/demo"
 POOL = f"{PARENT}/nodePools/gpu-pool"
@@ -42,24 +40,8 @@ def server() -> Iterator[Server]:
     api = gke.GkeApi(
         registry, project="demo", location="local-a", cluster="demo", clock=clock, node_counts=lambda _: 2
     )
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    runner = asyncio.run_coroutine_threadsafe(start_app(api.routes()), loop).result()
-    port = runner.addresses[0][1]
-    yield Server(f"http://127.0.0.1:{port}", registry, clock, api)
-    asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result()
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join()
-
-
-async def start_app(routes: list[web.RouteDef]) -> web.AppRunner:
-    app = web.Application()
-    app.add_routes(routes)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    return runner
+    with routes_server.serve(api.routes()) as url:
+        yield Server(url, registry, clock, api)
 
 
 def client_for(server: Server) -> container_v1.ClusterManagerClient:

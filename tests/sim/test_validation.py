@@ -8,27 +8,10 @@ from typing import Any
 
 import pytest
 
+from sim import seed
 from sim.cluster import errors, messages, schema, validation
 
-SEED: dict[str, Any] = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "gpu-pod"},
-    "spec": {
-        "containers": [
-            {
-                "name": "cuda-container",
-                "image": "nvidia/cuda:12.2.0-base-ubuntu22.04",
-                "command": ["sleep", "3600"],
-                "resources": {"limits": {"nvidia.com/gpu": 1}},
-            }
-        ],
-        "tolerations": [
-            {"important": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
-        ],
-        "nodeSelector": {"app-type": "gpu-workloads"},
-    },
-}
+SEED: dict[str, Any] = seed.seed_pod(corrected=False)
 
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "

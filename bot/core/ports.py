@@ -1,0 +1,62 @@
+"""Core: the ports services talk through; adapters implement them, tests swap in fakes or run them on the sim.
+
+Ports speak core models and plain dicts only, and raise only `bot.core.errors`, so no vendor type or
+exception crosses into services or the core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol
+
+from bot.core import lifecycle, workloads
+
+ADDED: Final = "ADDED"
+MODIFIED: Final = "MODIFIED"
+DELETED: Final = "DELETED"
+"""The change kinds an informer callback receives, named as the watch API names them."""
+
+WatchCallback = Callable[[str, Mapping[str, Any]], None]
+"""`(change, object)`: the change is ADDED, MODIFIED or DELETED; the object is the API's JSON as a dict."""
+
+
+class Cluster(Protocol):
+    """gpubot's view of Kubernetes: its pods in one namespace, the nodes, and one informer per kind."""
+
+    def create_pod(self, manifest: Mapping[str, Any]) -> workloads.Workload:
+        """Create the pod; `Conflict` if one with that name exists, `Invalid` if the API refuses it."""
+        ...
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """Start a graceful deletion; `NotFound` if there is no such pod."""
+        ...
+
+    def list_workloads(self, owner: str | None = None) -> list[workloads.Workload]:
+        """gpubot's pods, optionally only one Slack user's, sorted by name."""
+        ...
+
+    def get_workload(self, namespace: str, name: str) -> workloads.Workload | None:
+        """One pod if it exists and gpubot manages it, else None."""
+        ...
+
+    def list_nodes(self) -> list[lifecycle.NodeSeen]:
+        """Every node as it is now: name, pool, Ready, allocatable GPUs."""
+        ...
+
+    def read_autoscaler_status(self) -> str | None:
+        """The Cluster Autoscaler's status ConfigMap text, or None where it publishes none."""
+        ...
+
+    def start_informers(
+        self, *, on_pod: WatchCallback, on_event: WatchCallback, on_node: WatchCallback
+    ) -> None:
+        """Start one list+watch per kind on its own thread; each callback first sees the initial list."""
+        ...
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        """Block until every informer delivered its initial list; False if `timeout` seconds passed first."""
+        ...
+
+    def stop(self) -> None:
+        """Stop the informers and wait for their threads; callbacks are not called after this returns."""
+        ...
