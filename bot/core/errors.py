@@ -35,7 +35,7 @@ class Unavailable(GpubotError):
 
 
 class Invalid(GpubotError):
-    """The remote refused the request as it stands (malformed, or not allowed); retrying it unchanged cannot help."""
+    """The remote refused the request as it is (malformed, forbidden); retrying it unchanged cannot help."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

@@ -1,4 +1,4 @@
-"""Core: the API objects the watches deliver, read as gpubot's models, purely and without trusting their shape.
+"""Core: the API objects the watches deliver, read as gpubot's models, purely and without trusting shapes.
 
 Adapters hand over plain dicts exactly as the API server sent them (camelCase keys, RFC 3339 strings);
 these functions turn them into a `Workload` and into the lifecycle's observations. A missing or odd field
@@ -244,7 +244,9 @@ def observe_event(event: Body) -> lifecycle.EventSeen | None:
     if not reason or when is None:
         return None
     message = _text(event.get("message")) or _text(event.get("note"))
-    return lifecycle.EventSeen(at=when, reason=reason, message=message, type=_text(event.get("type")) or "Normal")
+    return lifecycle.EventSeen(
+        at=when, reason=reason, message=message, type=_text(event.get("type")) or "Normal"
+    )
 
 
 def event_subject(event: Body) -> EventSubject | None:

@@ -1,0 +1,500 @@
+"""Adapter: the `Cluster` port over the official sync `kubernetes` client, and gpubot's three informers.
+
+Everything the client raises is turned into `bot.core.errors` here, and every object leaves as the plain
+JSON dict the API server sent: list and watch responses are read raw (`_preload_content=False`), so the
+client's models never validate, drop or reshape what the cluster says. Only request bodies go through the
+models, because the v37 client validates them locally before sending.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from bot.core import errors, labels, lifecycle, ports, workloads
+
+logger = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+AUTOSCALER_STATUS = ("kube-system", "cluster-autoscaler-status")
+"""Where the Cluster Autoscaler publishes its status (`--status-config-map-name`), and the key it uses."""
+AUTOSCALER_STATUS_KEY = "status"
+LIST_PAGE = 500
+"""Objects per list page: large event lists arrive in chunks instead of one huge response."""
+
+
+@dataclass(frozen=True)
+class InformerSettings:
+    watch_timeout_seconds: int = 300
+    """Server-side watch length; the informer then resumes from the last resourceVersion it saw."""
+    read_grace_seconds: float = 30.0
+    """Extra socket read time past the watch timeout before a silent connection counts as dead."""
+    connect_timeout_seconds: float = 10.0
+    backoff_initial_seconds: float = 0.5
+    """First pause after a connection or server error; doubles per consecutive failure."""
+    backoff_max_seconds: float = 30.0
+    join_timeout_seconds: float = 5.0
+    """How long `stop()` waits for each informer thread."""
+
+
+# -- errors ------------------------------------------------------------------------------------------
+
+
+def _status_message(err: ApiException) -> str:
+    """The API's own Status message when the body has one, else the HTTP reason."""
+    try:
+        body = json.loads(err.body) if err.body else {}
+    except (TypeError, ValueError):
+        body = {}
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message or err.reason or f"HTTP {err.status}")
+
+
+def _retry_after(err: ApiException) -> float:
+    headers = err.headers or {}
+    try:
+        return max(float(headers.get("Retry-After", 1)), 0.0)
+    except (TypeError, ValueError):
+        return 1.0
+
+
+def convert(err: ApiException) -> errors.GpubotError:
+    """Map an API failure onto the taxonomy by status code (kopf's `check_response`, for this client)."""
+    status, message = int(err.status or 0), _status_message(err)
+    if status == 404:
+        return errors.NotFound(message)
+    if status == 409:
+        return errors.Conflict(message)
+    if status == 410:
+        return errors.Gone(message)
+    if status == 429:
+        return errors.RateLimited(message, retry_after=_retry_after(err))
+    if status >= 500 or status == 0:
+        return errors.Unavailable(message)
+    return errors.Invalid(message)
+
+
+@contextlib.contextmanager
+def translated() -> Iterator[None]:
+    """Run client calls with vendor exceptions converted at this edge."""
+    try:
+        yield
+    except ApiException as err:
+        raise convert(err) from err
+    except pydantic.ValidationError as err:
+        raise errors.Invalid(f"rejected by the client before sending: {err}") from err
+    except (urllib3.exceptions.HTTPError, OSError) as err:
+        raise errors.Unavailable(f"cannot reach the Kubernetes API: {err}") from err
+
+
+def _read_json(response: Any) -> Obj:
+    """A raw urllib3 response (from `_preload_content=False`) as the dict the server sent."""
+    try:
+        data: Obj = json.loads(response.data)
+    finally:
+        response.release_conn()
+    return data
+
+
+def dropped_fields(sent: Any, kept: Any, path: str = "") -> list[str]:
+    """Paths present in `sent` but lost in `kept`: fields the client's models silently ignore."""
+    if isinstance(sent, Mapping) and isinstance(kept, Mapping):
+        out: list[str] = []
+        for key, value in sent.items():
+            where = f"{path}.{key}" if path else str(key)
+            out += dropped_fields(value, kept[key], where) if key in kept else [where]
+        return out
+    if isinstance(sent, list) and isinstance(kept, list):
+        return [
+            p
+            for i, (a, b) in enumerate(zip(sent, kept, strict=False))
+            for p in dropped_fields(a, b, f"{path}[{i}]")
+        ]
+    return []
+
+
+def pod_body(api: client.ApiClient, manifest: Mapping[str, Any]) -> client.V1Pod:
+    """The manifest as the client's model, refusing any field the model would drop on the way out."""
+    with translated():
+        body = client.V1Pod.from_dict(dict(manifest))
+    if body is None:
+        raise errors.Invalid("empty pod manifest")
+    lost = dropped_fields(manifest, api.sanitize_for_serialization(body))  # type: ignore[no-untyped-call]
+    if lost:
+        raise errors.Invalid(f"fields unknown to the v1 Pod schema: {', '.join(lost)}")
+    return body
+
+
+# -- informers ---------------------------------------------------------------------------------------
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+
+
+def resource_version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid", ""))
+
+
+def replay(cache: Mapping[str, Obj], listed: list[Obj]) -> list[tuple[str, Obj]]:
+    """The changes that turn `cache` into `listed`: how a relist after a 410 loses nothing.
+
+    New objects are ADDED, changed ones MODIFIED, and those that vanished while we were not watching
+    are DELETED with their last known state; unchanged objects are not repeated.
+    """
+    current = {object_key(obj): obj for obj in listed}
+    changes = [(ports.DELETED, obj) for key, obj in cache.items() if key not in current]
+    for key, obj in current.items():
+        before = cache.get(key)
+        if before is not None and uid(before) != uid(obj):
+            changes.append((ports.DELETED, before))  # deleted and recreated under the same name
+            before = None
+        if before is None:
+            changes.append((ports.ADDED, obj))
+        elif resource_version(before) != resource_version(obj):
+            changes.append((ports.MODIFIED, obj))
+    return changes
+
+
+class WatchEnded(Exception):
+    """The server ended a watch with an ERROR event that is not a 410."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """What one informer lists and watches: a `list_*` method of CoreV1Api and its fixed arguments."""
+
+    kind: str
+    list_fn: Callable[..., Any]
+    args: tuple[str, ...] = ()
+    label_selector: str | None = None
+
+
+class Informer:
+    """One list+watch of one kind on its own daemon thread, resuming and relisting as needed.
+
+    The callback runs on this informer's thread, in the order the server sent changes.
+    """
+
+    def __init__(self, source: Source, callback: ports.WatchCallback, settings: InformerSettings) -> None:
+        self.source = source
+        self.callback = callback
+        self.settings = settings
+        self.synced = threading.Event()
+        """Set once the initial list has been delivered."""
+        self.cache: dict[str, Obj] = {}
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._response: Any = None
+        self._thread = threading.Thread(target=self._run, name=f"gpubot-informer-{source.kind}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            if self._response is not None:
+                self._response.shutdown()
+
+    def join(self, timeout: float) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    # -- the loop ------------------------------------------------------------------------------
+    def _run(self) -> None:
+        version: str | None = None
+        failures = 0
+        while not self._stopping.is_set():
+            try:
+                if version is None:
+                    version = self._relist()
+                version = self._watch(version)
+                failures = 0
+            except errors.Gone:
+                logger.info("%s watch expired; relisting", self.source.kind)
+                version = None
+            except Exception as err:
+                if self._stopping.is_set():
+                    break
+                failures += 1
+                self._pause(failures, err)
+        logger.debug("%s informer stopped", self.source.kind)
+
+    def _pause(self, failures: int, err: Exception) -> None:
+        delay = min(
+            self.settings.backoff_initial_seconds * 2 ** (failures - 1), self.settings.backoff_max_seconds
+        )
+        if isinstance(err, errors.RateLimited):
+            delay = max(delay, err.retry_after)
+        logger.warning("%s watch failed (%s); retrying in %.1fs", self.source.kind, err, delay)
+        self._stopping.wait(delay)
+
+    def _call(self, **kwargs: Any) -> Any:
+        """One raw request, registered so that `stop()` can shut its socket from another thread."""
+        with translated():
+            response = self.source.list_fn(
+                *self.source.args, label_selector=self.source.label_selector, _preload_content=False, **kwargs
+            )
+        with self._lock:
+            self._response = response
+            if self._stopping.is_set():
+                response.shutdown()
+        return response
+
+    def _release(self, response: Any) -> None:
+        with self._lock:
+            self._response = None
+        response.release_conn()
+
+    def _list_page(self, token: str | None) -> Obj:
+        response = self._call(limit=LIST_PAGE, _continue=token)
+        try:
+            with translated():
+                page: Obj = json.loads(response.data)
+        finally:
+            self._release(response)
+        return page
+
+    def _relist(self) -> str:
+        """List everything (page by page), deliver what changed since the cache, and return the version."""
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            page = self._list_page(token)
+            items += [self._with_kind(item) for item in page.get("items") or []]
+            token = (page.get("metadata") or {}).get("continue") or None
+            if token is None:
+                break
+        for change, obj in replay(self.cache, items):
+            self._deliver(change, obj)
+        self.synced.set()
+        return resource_version(page)
+
+    def _with_kind(self, item: Obj) -> Obj:
+        """List items may lack `kind`/`apiVersion` (the list carries them); watch objects never do."""
+        item.setdefault("kind", self.source.kind)
+        item.setdefault("apiVersion", "v1")
+        return item
+
+    def _watch(self, version: str) -> str:
+        """Stream changes after `version` until the server ends the watch; returns the last version seen."""
+        timeout = self.settings.watch_timeout_seconds
+        logger.debug("%s watch from resourceVersion %s", self.source.kind, version)
+        response = self._call(
+            watch=True,
+            resource_version=version,
+            timeout_seconds=timeout,
+            allow_watch_bookmarks=True,
+            _request_timeout=(
+                self.settings.connect_timeout_seconds,
+                timeout + self.settings.read_grace_seconds,
+            ),
+        )
+        try:
+            with translated():
+                for line in _lines(response):
+                    version = self._on_line(line) or version
+        finally:
+            self._release(response)
+        return version
+
+    def _on_line(self, line: str) -> str | None:
+        event = json.loads(line)
+        change, obj = str(event.get("type", "")), event.get("object") or {}
+        if change == "ERROR":
+            if obj.get("code") == 410:
+                raise errors.Gone(str(obj.get("message", "")))
+            raise WatchEnded(f"{obj.get('reason', '')}: {obj.get('message', '')}")
+        if change != "BOOKMARK":
+            self._deliver(change, obj)
+        return resource_version(obj) or None
+
+    def _deliver(self, change: str, obj: Obj) -> None:
+        key = object_key(obj)
+        if change == ports.DELETED:
+            self.cache.pop(key, None)
+        else:
+            self.cache[key] = obj
+        try:
+            self.callback(change, obj)
+        except Exception:
+            logger.exception("%s callback failed on %s %s", self.source.kind, change, key)
+
+
+def _lines(response: Any) -> Iterator[str]:
+    """Newline-delimited JSON from a streaming response (one watch event per line)."""
+    buffer = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        yield from (
+            text for text in (line.decode("utf-8", errors="replace").strip() for line in lines) if text
+        )
+    if buffer.strip():
+        yield buffer.decode("utf-8", errors="replace").strip()
+
+
+# -- the port ----------------------------------------------------------------------------------------
+
+
+class KubeCluster:
+    """`ports.Cluster` over one ApiClient, scoped to the namespace gpubot creates its pods in."""
+
+    def __init__(
+        self, api: client.ApiClient, *, namespace: str, informer_settings: InformerSettings | None = None
+    ) -> None:
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.namespace = namespace
+        self.informer_settings = informer_settings or InformerSettings()
+        self.informers: list[Informer] = []
+
+    @classmethod
+    def from_kubeconfig(
+        cls, path: str | None, *, namespace: str, context: str | None = None, **options: Any
+    ) -> KubeCluster:
+        """From a kubeconfig file; None means the client's default (`$KUBECONFIG`, `~/.kube/config`)."""
+        api = config.new_client_from_config(config_file=path, context=context)  # type: ignore[no-untyped-call]
+        return cls(api, namespace=namespace, **options)
+
+    @classmethod
+    def in_cluster(cls, *, namespace: str, **options: Any) -> KubeCluster:
+        """From the pod's service account, when gpubot runs inside the cluster."""
+        configuration = client.Configuration()
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        return cls(client.ApiClient(configuration), namespace=namespace, **options)
+
+    # -- pods ----------------------------------------------------------------------------------
+    def create_pod(self, manifest: Mapping[str, Any]) -> workloads.Workload:
+        if not workloads.is_managed(manifest):
+            raise errors.Invalid(f"refusing to create a pod without {labels.MANAGED_SELECTOR}")
+        namespace = str((manifest.get("metadata") or {}).get("namespace") or self.namespace)
+        body = pod_body(self.api, manifest)
+        with translated():
+            created = _read_json(self.core.create_namespaced_pod(namespace, body, _preload_content=False))
+        workload = workloads.from_pod(created)
+        if workload is None:
+            raise errors.Invalid("the API server dropped gpubot's labels from the created pod")
+        logger.info("created pod %s", workload.key)
+        return workload
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        with translated():
+            _read_json(self.core.delete_namespaced_pod(name, namespace, _preload_content=False))
+        logger.info("deleting pod %s/%s", namespace, name)
+
+    def list_workloads(self, owner: str | None = None) -> list[workloads.Workload]:
+        selector = labels.MANAGED_SELECTOR
+        if owner is not None:
+            selector += f",{labels.OWNER_LABEL}={labels.to_label_value(owner)}"
+        found = [
+            workload
+            for pod in self._list(self.core.list_namespaced_pod, self.namespace, label_selector=selector)
+            if (workload := workloads.from_pod(pod)) is not None
+        ]
+        return sorted(
+            (w for w in found if owner is None or w.owner_id == owner), key=lambda w: (w.namespace, w.name)
+        )
+
+    def get_workload(self, namespace: str, name: str) -> workloads.Workload | None:
+        try:
+            with translated():
+                pod = _read_json(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
+        except errors.NotFound:
+            return None
+        return workloads.from_pod(pod)
+
+    # -- nodes and the autoscaler --------------------------------------------------------------
+    def list_nodes(self) -> list[lifecycle.NodeSeen]:
+        nodes = self._list(self.core.list_node)
+        return sorted((workloads.observe_node(node) for node in nodes), key=lambda n: n.name)
+
+    def read_autoscaler_status(self) -> str | None:
+        namespace, name = AUTOSCALER_STATUS
+        try:
+            with translated():
+                found = _read_json(
+                    self.core.read_namespaced_config_map(name, namespace, _preload_content=False)
+                )
+        except errors.NotFound:
+            return None
+        status = (found.get("data") or {}).get(AUTOSCALER_STATUS_KEY)
+        return str(status) if status is not None else None
+
+    def _list(self, list_fn: Callable[..., Any], *args: str, label_selector: str | None = None) -> list[Obj]:
+        items: list[Obj] = []
+        token: str | None = None
+        while True:
+            with translated():
+                response = list_fn(
+                    *args,
+                    label_selector=label_selector,
+                    limit=LIST_PAGE,
+                    _continue=token,
+                    _preload_content=False,
+                )
+                page = _read_json(response)
+            items += page.get("items") or []
+            token = (page.get("metadata") or {}).get("continue") or None
+            if token is None:
+                return items
+
+    # -- informers -----------------------------------------------------------------------------
+    def start_informers(
+        self, *, on_pod: ports.WatchCallback, on_event: ports.WatchCallback, on_node: ports.WatchCallback
+    ) -> None:
+        if self.informers:
+            raise RuntimeError("informers already started")
+        sources = (
+            (
+                Source("Pod", self.core.list_namespaced_pod, (self.namespace,), labels.MANAGED_SELECTOR),
+                on_pod,
+            ),
+            (Source("Event", self.core.list_namespaced_event, (self.namespace,)), on_event),
+            (Source("Node", self.core.list_node), on_node),
+        )
+        self.informers = [Informer(source, callback, self.informer_settings) for source, callback in sources]
+        for informer in self.informers:
+            informer.start()
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for informer in self.informers:
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if not informer.synced.wait(left):
+                return False
+        return bool(self.informers)
+
+    def stop(self) -> None:
+        for informer in self.informers:
+            informer.stop()
+        for informer in self.informers:
+            if not informer.join(self.informer_settings.join_timeout_seconds):
+                logger.warning("%s informer did not stop in time", informer.source.kind)
+        self.informers = []
+
+
+def connect(
+    *, kubeconfig: str = "", context: str = "", namespace: str, in_cluster: bool = False
+) -> KubeCluster:
+    """The cluster settings point at: the in-cluster service account, or a kubeconfig (empty: default)."""
+    if in_cluster:
+        return KubeCluster.in_cluster(namespace=namespace)
+    return KubeCluster.from_kubeconfig(kubeconfig or None, namespace=namespace, context=context or None)
