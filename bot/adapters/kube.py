@@ -45,6 +45,9 @@ class InformerSettings:
     """First pause after a connection or server error; doubles per consecutive failure."""
     backoff_max_seconds: float = 30.0
     join_timeout_seconds: float = 5.0
+    watch_bookmarks: bool = False
+    """Ask for BOOKMARK events. Off: gpubot's selectors are small, so a relist after a 410 is cheap, and a
+    server whose closing bookmark runs ahead of what it sent (the sim does) would make us skip changes."""
     """How long `stop()` waits for each informer thread."""
 
 
@@ -152,13 +155,19 @@ def uid(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("uid", ""))
 
 
+def _version_order(obj: Mapping[str, Any]) -> tuple[int, str]:
+    """Oldest change first when versions are numbers (etcd's are), so a replay keeps roughly causal order."""
+    version = resource_version(obj)
+    return (len(version), version) if version.isdigit() else (0, "")
+
+
 def replay(cache: Mapping[str, Obj], listed: list[Obj]) -> list[tuple[str, Obj]]:
     """The changes that turn `cache` into `listed`: how a relist after a 410 loses nothing.
 
-    New objects are ADDED, changed ones MODIFIED, and those that vanished while we were not watching
-    are DELETED with their last known state; unchanged objects are not repeated.
+    Objects that vanished while we were not watching are DELETED with their last known state; then new
+    objects are ADDED and changed ones MODIFIED, oldest change first. Unchanged objects are not repeated.
     """
-    current = {object_key(obj): obj for obj in listed}
+    current = {object_key(obj): obj for obj in sorted(listed, key=_version_order)}
     changes = [(ports.DELETED, obj) for key, obj in cache.items() if key not in current]
     for key, obj in current.items():
         before = cache.get(key)
@@ -266,8 +275,7 @@ class Informer:
     def _list_page(self, token: str | None) -> Obj:
         response = self._call(limit=LIST_PAGE, _continue=token)
         try:
-            with translated():
-                page: Obj = json.loads(response.data)
+            page: Obj = json.loads(response.data)
         finally:
             self._release(response)
         return page
@@ -301,7 +309,7 @@ class Informer:
             watch=True,
             resource_version=version,
             timeout_seconds=timeout,
-            allow_watch_bookmarks=True,
+            allow_watch_bookmarks=self.settings.watch_bookmarks or None,
             _request_timeout=(
                 self.settings.connect_timeout_seconds,
                 timeout + self.settings.read_grace_seconds,

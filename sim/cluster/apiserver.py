@@ -186,6 +186,8 @@ class ApiServer:
             await write_event(response, {"type": "ERROR", "object": err.status()})
             return response
         watcher = self.store.watch(res.key, target.namespace)
+        # The version this stream has fully covered: a closing bookmark may promise no more than this.
+        delivered = self.store.resource_version
         timer = self.store.clock.call_later(timeout, lambda: watcher.queue.put_nowait(None))
         try:
             for kind, obj in backlog:
@@ -197,11 +199,12 @@ class ApiServer:
                 kind = visible_type(change, matches)
                 if kind:
                     await write_event(response, self._event(request, res, kind, change.obj, table))
+                delivered = change.rv
             if request.query.get("allowWatchBookmarks") in ("1", "true"):
                 bookmark = {
                     "kind": res.kind,
                     "apiVersion": res.api_version,
-                    "metadata": {"resourceVersion": str(self.store.resource_version)},
+                    "metadata": {"resourceVersion": str(delivered)},
                 }
                 await write_event(response, {"type": "BOOKMARK", "object": bookmark})
         except (ConnectionResetError, asyncio.CancelledError):

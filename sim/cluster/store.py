@@ -90,6 +90,10 @@ class Store:
         """Keep only the newest `size` changes, as an etcd compaction would; tests use it to reach a 410."""
         self._history = deque(self._history, maxlen=size)
 
+    @property
+    def watcher_count(self) -> int:
+        return len(self._watchers)
+
     def oldest_resumable(self) -> int:
         """The smallest resourceVersion a watch may resume from without a 410."""
         return self._history[0].rv - 1 if self._history else self._rv

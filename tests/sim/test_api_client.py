@@ -762,3 +762,39 @@ def test_asyncio_client_lists_and_watches(sim: world.BackgroundWorld, core: clie
 
     names, seen = asyncio.run(scenario())
     assert names == ["async"] and seen == [("ADDED", "async")]
+
+
+def test_a_closing_bookmark_never_skips_a_change_queued_after_the_timeout(sim: world.BackgroundWorld) -> None:
+    """A change committed in the instant the watch times out must still reach a client resuming from it."""
+    path = "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=5&allowWatchBookmarks=true"
+    url = f"{sim.url}{path}&resourceVersion={store_rv(sim)}"
+    lines: queue.Queue[dict[str, Any]] = queue.Queue()
+
+    def read() -> None:
+        with urllib.request.urlopen(url, timeout=30) as stream:
+            for line in stream:
+                lines.put(json.loads(line))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    for _ in range(500):  # bounded: until the server has registered the watch
+        if sim.run(lambda: sim.world.store.watcher_count) == 1:
+            break
+        reader.join(timeout=0.01)
+
+    def time_out_then_write() -> int:
+        sim.world.clock.advance(5)  # the watch's end marker is queued first...
+        late = sim.world.store.create(  # ...then a change lands behind it
+            "configmaps",
+            {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "late", "namespace": "default"}},
+        )
+        return int(late["metadata"]["resourceVersion"])
+
+    late_rv = sim.run(time_out_then_write)
+    reader.join(timeout=10)
+    events = [lines.get() for _ in range(lines.qsize())]
+    assert events[-1]["type"] == "BOOKMARK"
+    resumed_from = int(events[-1]["object"]["metadata"]["resourceVersion"])
+    assert resumed_from < late_rv
+    replay = sim.run(lambda: sim.world.store.changes_after(resumed_from))
+    assert [c.obj["metadata"]["name"] for c in replay] == ["late"]

@@ -1,0 +1,473 @@
+"""Adapter: the one path to Slack's Web API, so limits, retries, ordering and coalescing live in one place.
+
+A single worker thread drains per-lane FIFO queues. A lane is what must stay in order: the messages of one
+channel (thread replies included), the edits of one message, the ephemerals of one channel, one user's DMs.
+The worker sends the lane whose head may go soonest, pacing each channel's chat.postMessage (Slack allows
+about one a second) and each tiered method against its per-minute budget. A 429 pauses that bucket for
+Retry-After; a 5xx or connection error pauses the lane with capped exponential back-off; either way the
+same job is retried at the head of its lane, so nothing is dropped or reordered. Only errors that retrying
+cannot fix (`Invalid`, `NotFound`) drop a job, logged and counted. Edits of a message that have not been
+sent yet collapse into the newest.
+
+slack_sdk's own retry handlers must be off (`make_client` does that): with them on, a 429 or connection
+error would be retried twice over, once inside the call and again here.
+
+Left out for now: persisting the queue (e.g. in Redis) across restarts; a restarted bot re-renders its
+threads from the cluster instead, which makes lost edits harmless and lost replies rare.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import http.client
+import itertools
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.core import errors
+
+logger = logging.getLogger(__name__)
+
+Block = dict[str, Any]
+Kind = Literal["post", "update", "ephemeral", "dm"]
+Lane = tuple[str, ...]
+BucketKey = tuple[str, str]
+
+POST_MESSAGE = "chat.postMessage"
+TIER_PER_MINUTE: Mapping[str, int] = {
+    "chat.update": 50,
+    "chat.postEphemeral": 100,
+    "conversations.open": 50,
+}
+"""Slack's documented floors (Tier 3 = 50+/min, Tier 4 = 100+/min) per method per workspace."""
+NOT_FOUND_ERRORS = frozenset({"channel_not_found", "message_not_found", "user_not_found", "thread_not_found"})
+SERVER_ERRORS = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
+
+
+@dataclass(frozen=True)
+class OutboxSettings:
+    channel_messages_per_second: float = 1.0
+    """chat.postMessage pace per channel; Slack documents about one message a second per channel."""
+    channel_message_burst: int = 3
+    """Messages a quiet channel may take at once; Slack tolerates short bursts, but not long ones."""
+    method_per_minute: Mapping[str, int] = field(default_factory=lambda: dict(TIER_PER_MINUTE))
+    """Budget per tiered method; a full minute's budget may go in a burst, as Slack allows."""
+    backoff_initial_seconds: float = 0.5
+    """First pause of a lane after a 5xx or connection error; doubles per consecutive failure."""
+    backoff_max_seconds: float = 30.0
+    """Longest pause between retries: spares a struggling Slack, yet notices its recovery quickly."""
+    default_retry_after_seconds: float = 1.0
+    """Used when a 429 comes without a usable Retry-After header."""
+    post_timeout_seconds: float = 60.0
+    """How long `post` waits for its message by default, retries included."""
+    stop_timeout_seconds: float = 10.0
+    """How long `stop` lets the worker drain the queue before giving up on what is left."""
+
+
+@dataclass(frozen=True)
+class OutboxCounters:
+    sent: int = 0
+    """Successful Web API calls."""
+    retried: int = 0
+    """Failed attempts that will be tried again (429s included)."""
+    rate_limited: int = 0
+    """429 answers."""
+    coalesced: int = 0
+    """Edits replaced by a newer edit of the same message before they were sent."""
+    failed: int = 0
+    """Jobs dropped because Slack refused them for good (bad request, unknown channel or message)."""
+
+
+def make_client(token: str, *, base_url: str = "https://slack.com/api/", timeout: int = 30) -> WebClient:
+    """A WebClient for the outbox: slack_sdk's own retries off, since the outbox does them."""
+    return WebClient(token=token, base_url=base_url, timeout=timeout, retry_handlers=[])
+
+
+def convert(err: Exception) -> errors.GpubotError:
+    """Map a slack_sdk or transport failure onto the taxonomy, carrying Retry-After for 429s."""
+    if not isinstance(err, SlackApiError):
+        return errors.Unavailable(f"Slack unreachable: {err}")
+    status = int(getattr(err.response, "status_code", 0) or 0)
+    code = _error_code(err)
+    if status == 429 or code == "ratelimited":
+        return errors.RateLimited(f"Slack: {code or 'ratelimited'}", retry_after=_retry_after(err))
+    if status >= 500 or code in SERVER_ERRORS:
+        return errors.Unavailable(f"Slack: {code or f'HTTP {status}'}")
+    if code in NOT_FOUND_ERRORS:
+        return errors.NotFound(f"Slack: {code}")
+    return errors.Invalid(f"Slack: {code or f'HTTP {status}'}")
+
+
+def _error_code(err: SlackApiError) -> str:
+    data = getattr(err.response, "data", None)
+    return str(data.get("error", "")) if isinstance(data, dict) else ""
+
+
+def _retry_after(err: SlackApiError) -> float:
+    headers = getattr(err.response, "headers", None) or {}
+    raw = headers.get("Retry-After") or headers.get("retry-after")
+    if isinstance(raw, list):
+        raw = raw[0] if raw else None
+    try:
+        return max(float(raw), 0.0) if raw is not None else 1.0
+    except (TypeError, ValueError):
+        return 1.0
+
+
+TRANSPORT_ERRORS: tuple[type[Exception], ...] = (
+    OSError,  # URLError, refused and reset connections, timeouts
+    http.client.HTTPException,
+    json.JSONDecodeError,  # an HTML error page from a proxy in front of Slack
+)
+
+
+# -- pacing -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Bucket:
+    """A token bucket with a hard pause, for one method (or one channel's chat.postMessage)."""
+
+    capacity: float
+    per_second: float
+    tokens: float
+    updated: float
+    paused_until: float = 0.0
+
+    def ready_at(self, now: float) -> float:
+        tokens = min(self.capacity, self.tokens + (now - self.updated) * self.per_second)
+        refill = now if tokens >= 1 else now + (1 - tokens) / self.per_second
+        return max(refill, self.paused_until)
+
+    def take(self, now: float) -> None:
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.per_second) - 1
+        self.updated = now
+
+    def pause(self, until: float) -> None:
+        self.paused_until = max(self.paused_until, until)
+
+
+@dataclass
+class Job:
+    kind: Kind
+    lane: Lane
+    seq: int
+    args: dict[str, Any]
+    """The Web API arguments; for a DM, `channel` is filled in once conversations.open answered."""
+    result: Future[str] | None = None
+    """Set for blocking posts: resolved with the message ts, or failed with a taxonomy error."""
+    in_flight: bool = False
+    failures: int = 0
+
+
+# -- the outbox -------------------------------------------------------------------------------------
+
+
+class SlackOutbox:
+    def __init__(
+        self,
+        client: WebClient,
+        settings: OutboxSettings | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if client.retry_handlers:
+            raise ValueError("the outbox retries itself: build the WebClient with retry_handlers=[]")
+        self._client = client
+        self._settings = settings or OutboxSettings()
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._lanes: dict[Lane, collections.deque[Job]] = {}
+        self._lane_paused_until: dict[Lane, float] = {}
+        self._buckets: dict[BucketKey, Bucket] = {}
+        self._dm_channels: dict[str, str] = {}
+        self._seq = itertools.count()
+        self._counts: collections.Counter[str] = collections.Counter()
+        self._stopping = False
+        self._abandoned = False
+        self._worker = threading.Thread(target=self._run, name="slack-outbox", daemon=True)
+        self._worker.start()
+
+    # -- writing --------------------------------------------------------------------------------
+    def post(
+        self,
+        channel: str,
+        text: str,
+        blocks: list[Block] | None = None,
+        *,
+        thread_ts: str | None = None,
+        timeout: float | None = None,
+    ) -> str:
+        """Post and wait until Slack has it; return its ts (usable as `thread_ts`).
+
+        Raises the taxonomy error Slack gave for good (`Invalid`, `NotFound`), or `Unavailable` when the
+        message could not go out within `timeout` seconds (it is then withdrawn, never sent late).
+        """
+        result: Future[str] = Future()
+        job = self._enqueue("post", ("chat", channel), _message(channel, text, blocks, thread_ts), result)
+        wait = self._settings.post_timeout_seconds if timeout is None else timeout
+        try:
+            return result.result(timeout=wait)
+        except TimeoutError:
+            if self._withdraw(job):
+                raise errors.Unavailable(f"Slack post to {channel} not sent within {wait} s") from None
+            return result.result()  # on the wire already: its answer is moments away
+
+    def reply(self, channel: str, thread_ts: str, text: str, blocks: list[Block] | None = None) -> None:
+        """Queue a reply in a thread, after every earlier write to that channel."""
+        self._enqueue("post", ("chat", channel), _message(channel, text, blocks, thread_ts))
+
+    def update(self, channel: str, ts: str, text: str, blocks: list[Block] | None = None) -> None:
+        """Queue an edit; an unsent earlier edit of the same message is replaced by this one."""
+        args = {"channel": channel, "ts": ts, "text": text, "blocks": blocks or []}
+        self._enqueue("update", ("update", channel, ts), args, coalesce=True)
+
+    def ephemeral(
+        self, channel: str, user: str, text: str, blocks: list[Block] | None = None, *, thread_ts: str = ""
+    ) -> None:
+        """Queue a message only `user` sees in `channel`."""
+        args = {**_message(channel, text, blocks, thread_ts or None), "user": user}
+        self._enqueue("ephemeral", ("ephemeral", channel), args)
+
+    def dm(self, user: str, text: str, blocks: list[Block] | None = None) -> None:
+        """Queue a direct message: conversations.open (once per user), then chat.postMessage."""
+        args = {**_message("", text, blocks, None), "user": user}
+        self._enqueue("dm", ("dm", user), args)
+
+    # -- watching and stopping ------------------------------------------------------------------
+    def depth(self) -> int:
+        """Jobs waiting or in flight."""
+        with self._cond:
+            return sum(len(queue) for queue in self._lanes.values())
+
+    def counters(self) -> OutboxCounters:
+        with self._cond:
+            return OutboxCounters(
+                **{f.name: self._counts[f.name] for f in dataclasses.fields(OutboxCounters)}
+            )
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything queued so far is sent (or dropped); False if `timeout` passed first."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._lanes, timeout=timeout)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Refuse new writes, let the worker drain the queue for up to `timeout` seconds, then end it."""
+        wait = self._settings.stop_timeout_seconds if timeout is None else timeout
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._worker.join(wait)
+        with self._cond:
+            self._abandoned = True
+            self._cond.notify_all()
+        left = self.depth()
+        if left:
+            logger.warning("Slack outbox stopped with %s writes unsent", left)
+
+    # -- queueing -------------------------------------------------------------------------------
+    def _enqueue(
+        self,
+        kind: Kind,
+        lane: Lane,
+        args: dict[str, Any],
+        result: Future[str] | None = None,
+        *,
+        coalesce: bool = False,
+    ) -> Job:
+        """Append a job to its lane; with `coalesce`, overwrite the lane's unsent last job instead."""
+        with self._cond:
+            if self._stopping:
+                raise errors.Unavailable("the Slack outbox is stopped")
+            queue = self._lanes.setdefault(lane, collections.deque())
+            if coalesce and queue and not queue[-1].in_flight:
+                queue[-1].args = args
+                self._counts["coalesced"] += 1
+                return queue[-1]
+            job = Job(kind, lane, next(self._seq), args, result)
+            queue.append(job)
+            self._cond.notify_all()
+        return job
+
+    def _withdraw(self, job: Job) -> bool:
+        with self._cond:
+            if job.in_flight or job.result is None or job.result.done():
+                return False
+            self._finish(job)
+            return True
+
+    def _finish(self, job: Job) -> None:
+        """Take a job off its lane and wake waiters; caller holds the lock."""
+        queue = self._lanes[job.lane]
+        queue.remove(job)
+        if not queue:
+            del self._lanes[job.lane]
+            self._lane_paused_until.pop(job.lane, None)
+        self._cond.notify_all()
+
+    # -- the worker -----------------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            job = self._next_job()
+            if job is None:
+                return
+            self._attempt(job)
+
+    def _next_job(self) -> Job | None:
+        """Block until some lane's head may go; None once stopping with nothing left, or abandoned."""
+        with self._cond:
+            while True:
+                if self._abandoned or (self._stopping and not self._lanes):
+                    return None
+                now = self._clock()
+                best: tuple[float, int, Job] | None = None
+                for queue in self._lanes.values():
+                    head = queue[0]
+                    ready = max(self._lane_paused_until.get(head.lane, 0.0), self._ready_at(head, now))
+                    if best is None or (ready, head.seq) < best[:2]:
+                        best = (ready, head.seq, head)
+                if best is not None and best[0] <= now:
+                    job = best[2]
+                    self._take_budget(job, now)
+                    job.in_flight = True
+                    return job
+                self._cond.wait(None if best is None else best[0] - now)
+
+    def _attempt(self, job: Job) -> None:
+        try:
+            ts = self._send(job)
+        except Exception as exc:  # everything is converted below; the worker must survive any failure
+            self._on_failure(job, exc if isinstance(exc, errors.GpubotError) else _convert_any(exc))
+            return
+        with self._cond:
+            job.in_flight = False
+            self._counts["sent"] += 1
+            self._finish(job)
+            if job.result is not None:
+                job.result.set_result(ts)
+
+    def _send(self, job: Job) -> str:
+        """One Web API call (two for a DM's first message); returns the ts Slack gave."""
+        if job.kind == "update":
+            return str(self._client.chat_update(**job.args)["ts"])
+        if job.kind == "ephemeral":
+            return str(self._client.chat_postEphemeral(**job.args)["message_ts"])
+        if job.kind == "dm":
+            return self._send_dm(job)
+        return str(self._client.chat_postMessage(**job.args)["ts"])
+
+    def _send_dm(self, job: Job) -> str:
+        args = dict(job.args)
+        user = args.pop("user")
+        channel = self._dm_channels.get(user)
+        if channel is None:
+            opened = self._client.conversations_open(users=user)
+            channel = str(opened["channel"]["id"])
+            with self._cond:
+                self._dm_channels[user] = channel
+                self._counts["sent"] += 1
+                # the pick paid for conversations.open; the message pays its channel's pace too
+                self._bucket(POST_MESSAGE, channel).take(self._clock())
+        args["channel"] = channel
+        return str(self._client.chat_postMessage(**args)["ts"])
+
+    def _on_failure(self, job: Job, err: errors.GpubotError) -> None:
+        with self._cond:
+            job.in_flight = False
+            if isinstance(err, errors.RateLimited | errors.Unavailable):
+                self._schedule_retry(job, err)
+                return
+            self._counts["failed"] += 1
+            self._finish(job)
+            if job.result is not None:
+                job.result.set_exception(err)
+        logger.error("Slack refused %s to %s for good: %s", job.kind, _target(job), err)
+
+    def _schedule_retry(self, job: Job, err: errors.GpubotError) -> None:
+        """Keep the job at its lane's head and pause what the failure says to pause; caller holds the lock."""
+        now = self._clock()
+        job.failures += 1
+        self._counts["retried"] += 1
+        if isinstance(err, errors.RateLimited):
+            self._counts["rate_limited"] += 1
+            retry_after = err.retry_after or self._settings.default_retry_after_seconds
+            self._bucket(*self._bucket_key(job)).pause(now + retry_after)
+            delay = retry_after
+        else:
+            delay = min(
+                self._settings.backoff_max_seconds,
+                self._settings.backoff_initial_seconds * 2 ** (job.failures - 1),
+            )
+            self._lane_paused_until[job.lane] = now + delay
+        level = logging.WARNING if job.failures % 5 == 0 else logging.INFO
+        logger.log(
+            level,
+            "Slack %s to %s failed (%s, try %s); retrying in %.1f s",
+            job.kind,
+            _target(job),
+            err,
+            job.failures,
+            delay,
+        )
+
+    # -- budgets --------------------------------------------------------------------------------
+    def _bucket_key(self, job: Job) -> BucketKey:
+        if job.kind == "update":
+            return ("chat.update", "")
+        if job.kind == "ephemeral":
+            return ("chat.postEphemeral", "")
+        if job.kind == "dm":
+            channel = self._dm_channels.get(str(job.args["user"]))
+            return (POST_MESSAGE, channel) if channel else ("conversations.open", "")
+        return (POST_MESSAGE, str(job.args["channel"]))
+
+    def _bucket(self, method: str, channel: str) -> Bucket:
+        key = (method, channel)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            if method == POST_MESSAGE:
+                capacity = float(self._settings.channel_message_burst)
+                per_second = self._settings.channel_messages_per_second
+            else:
+                capacity = float(self._settings.method_per_minute.get(method, 50))
+                per_second = capacity / 60.0
+            bucket = self._buckets[key] = Bucket(capacity, per_second, capacity, self._clock())
+        return bucket
+
+    def _ready_at(self, job: Job, now: float) -> float:
+        return self._bucket(*self._bucket_key(job)).ready_at(now)
+
+    def _take_budget(self, job: Job, now: float) -> None:
+        self._bucket(*self._bucket_key(job)).take(now)
+
+
+def _message(channel: str, text: str, blocks: list[Block] | None, thread_ts: str | None) -> dict[str, Any]:
+    args: dict[str, Any] = {"channel": channel, "text": text}
+    if blocks:
+        args["blocks"] = blocks
+    if thread_ts:
+        args["thread_ts"] = thread_ts
+    return args
+
+
+def _convert_any(exc: Exception) -> errors.GpubotError:
+    """Slack and transport failures by the taxonomy; anything else is a bug, which retrying cannot fix."""
+    if isinstance(exc, (SlackApiError, *TRANSPORT_ERRORS)):
+        return convert(exc)
+    logger.error("unexpected %s talking to Slack", type(exc).__name__, exc_info=exc)
+    return errors.Invalid(f"unexpected {type(exc).__name__}: {exc}")
+
+
+def _target(job: Job) -> str:
+    where = str(job.args.get("channel") or job.args.get("user") or "?")
+    return f"{where} thread {job.args['thread_ts']}" if job.args.get("thread_ts") else where

@@ -1,0 +1,183 @@
+"""Adapter: the only place that knows Block Kit, turning core notices into (fallback text, blocks).
+
+Pure functions, tested against golden JSON. Core text is escaped (Slack reads `&`, `<`, `>` as markup) and
+fitted into Block Kit's limits here, so no notice, however long, makes Slack answer `invalid_blocks`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from bot.core import notices
+
+Block = dict[str, Any]
+
+RELEASE_ACTION = "gpubot_release"
+EXTEND_ACTION = "gpubot_extend"
+"""Button action ids; handlers route clicks on them, and the value is the workload's `namespace/name`."""
+
+MAX_BLOCKS = 50
+SECTION_TEXT_MAX = 3000
+FALLBACK_TEXT_MAX = 4000
+"""Slack truncates longer top-level text and calls 4,000 the sensible ceiling for notifications."""
+BUTTON_VALUE_MAX = 2000
+
+STEP_ICONS = {
+    notices.StepState.DONE: ":white_check_mark:",
+    notices.StepState.CURRENT: ":hourglass_flowing_sand:",
+    notices.StepState.PENDING: ":white_circle:",
+}
+
+
+class Rendered(NamedTuple):
+    text: str
+    """The notification and screen-reader fallback; always sent alongside the blocks."""
+    blocks: list[Block]
+
+
+def render(notice: notices.Notice) -> Rendered:
+    if isinstance(notice, notices.ThreadStatus):
+        return render_thread_status(notice)
+    if isinstance(notice, notices.ChannelEpisode):
+        return render_episode(notice)
+    return render_text(notice.text)
+
+
+def render_text(text: str) -> Rendered:
+    """A plain reply or ephemeral: escaped, split into sections that each fit."""
+    return Rendered(fallback(text), sections(text)[:MAX_BLOCKS])
+
+
+def render_thread_status(status: notices.ThreadStatus) -> Rendered:
+    owner = f" · <@{status.owner}>" if status.owner else ""
+    summary = (
+        f"*{escape(status.headline)}*\n`{escape(status.workload)}`{owner}"
+        f" · {escape(notices.format_gpus(status.gpus, status.profile))} · `{escape(status.image)}`"
+    )
+    blocks = [section(summary, block_id="gpubot_summary")]
+    if status.steps:
+        blocks.append(section("\n".join(step_line(step) for step in status.steps), block_id="gpubot_steps"))
+    if status.problem is not None:
+        problem = f":warning: *{escape(status.problem.summary)}*\n{escape(status.problem.fix)}"
+        blocks.append(section(problem, block_id="gpubot_problem"))
+    if status.outcome:
+        blocks.append(section(f":checkered_flag: {escape(status.outcome)}", block_id="gpubot_outcome"))
+    if status.lease_end:
+        blocks.append(context([f"lease ends {escape(status.lease_end)}"], block_id="gpubot_lease"))
+    if status.buttons.any:
+        blocks.append(actions(status))
+    return Rendered(fallback(thread_fallback(status)), blocks)
+
+
+def render_episode(episode: notices.ChannelEpisode) -> Rendered:
+    icon = ":white_check_mark:" if episode.closed else ":arrows_counterclockwise:"
+    blocks = [
+        section(f"{icon} *{escape(episode.pool)}* · {escape(episode.headline)}", block_id="gpubot_episode")
+    ]
+    if episode.lines:
+        blocks.append(
+            section("\n".join(f"• {escape(line)}" for line in episode.lines), block_id="gpubot_log")
+        )
+    if episode.warning:
+        blocks.append(section(f":warning: {escape(episode.warning)}", block_id="gpubot_warning"))
+    if episode.cost:
+        blocks.append(context([f"episode cost {escape(episode.cost)}"], block_id="gpubot_cost"))
+    return Rendered(fallback(f"{episode.pool}: {episode.headline}"), blocks)
+
+
+def thread_fallback(status: notices.ThreadStatus) -> str:
+    parts = [f"{status.workload}: {status.headline}"]
+    if status.problem is not None:
+        parts.append(status.problem.summary)
+    if status.outcome:
+        parts.append(status.outcome)
+    return " — ".join(parts)
+
+
+def step_line(step: notices.StepLine) -> str:
+    elapsed = f" · {escape(step.elapsed)}" if step.elapsed else ""
+    return f"{STEP_ICONS[step.state]} {escape(step.label)}{elapsed}"
+
+
+def actions(status: notices.ThreadStatus) -> Block:
+    value = clip(status.workload, BUTTON_VALUE_MAX)
+    elements: list[Block] = []
+    if status.buttons.extend:
+        elements.append(button("Extend lease", EXTEND_ACTION, value))
+    if status.buttons.release:
+        release = button("Release GPU", RELEASE_ACTION, value, style="danger")
+        release["confirm"] = {
+            "title": plain(f"Release {clip(status.name, 80)}?"),
+            "text": plain("The pod is deleted and its GPU goes back to the pool."),
+            "confirm": plain("Release"),
+            "deny": plain("Keep it"),
+        }
+        elements.append(release)
+    return {"type": "actions", "block_id": "gpubot_actions", "elements": elements}
+
+
+# -- Block Kit pieces --------------------------------------------------------------------------------
+
+
+def section(mrkdwn: str, *, block_id: str = "") -> Block:
+    block: Block = {"type": "section", "text": {"type": "mrkdwn", "text": clip(mrkdwn, SECTION_TEXT_MAX)}}
+    if block_id:
+        block["block_id"] = block_id
+    return block
+
+
+def sections(text: str) -> list[Block]:
+    """Escaped text as as many sections as it takes, split at line ends where possible."""
+    chunks: list[str] = []
+    current = ""
+    for line in escape(text).split("\n"):
+        while len(line) > SECTION_TEXT_MAX:
+            if current:
+                chunks.append(current)
+                current = ""
+            chunks.append(line[:SECTION_TEXT_MAX])
+            line = line[SECTION_TEXT_MAX:]
+        candidate = f"{current}\n{line}" if current else line
+        if len(candidate) > SECTION_TEXT_MAX:
+            chunks.append(current)
+            candidate = line
+        current = candidate
+    if current or not chunks:
+        chunks.append(current or " ")
+    return [section(chunk) for chunk in chunks]
+
+
+def context(texts: list[str], *, block_id: str = "") -> Block:
+    block: Block = {"type": "context", "elements": [{"type": "mrkdwn", "text": t} for t in texts[:10]]}
+    if block_id:
+        block["block_id"] = block_id
+    return block
+
+
+def button(label: str, action_id: str, value: str, *, style: str = "") -> Block:
+    element: Block = {
+        "type": "button",
+        "action_id": action_id,
+        "text": plain(clip(label, 75)),
+        "value": value,
+    }
+    if style:
+        element["style"] = style
+    return element
+
+
+def plain(text: str) -> Block:
+    return {"type": "plain_text", "text": text, "emoji": True}
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters, so core text never turns into links or mentions."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def fallback(text: str) -> str:
+    return clip(escape(text), FALLBACK_TEXT_MAX) or " "
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,123 @@
+"""Core: what gpubot tells people, as neutral frozen models, so services never know how a chat renders it.
+
+`bot/adapters/slack_render.py` alone turns these into Block Kit; tests and other chats can read them as-is.
+Time and money arrive here as numbers and leave as the short text a thread shows.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from bot.core import explain
+
+
+class StepState(enum.Enum):
+    DONE = "done"
+    CURRENT = "current"
+    PENDING = "pending"
+
+
+@dataclass(frozen=True)
+class StepLine:
+    """One line of a thread's checklist, e.g. ("node Ready", DONE, "2m10s")."""
+
+    label: str
+    state: StepState
+    elapsed: str = ""
+    """How long the step took (done) or has taken so far (current); empty when unknown or pending."""
+
+
+@dataclass(frozen=True)
+class Buttons:
+    release: bool = False
+    extend: bool = False
+
+    @property
+    def any(self) -> bool:
+        return self.release or self.extend
+
+
+@dataclass(frozen=True)
+class ThreadStatus:
+    """The one status message at the root of a workload's thread, edited as the workload moves on."""
+
+    namespace: str
+    name: str
+    owner: str
+    """The owner's Slack user id."""
+    image: str
+    gpus: int
+    profile: str
+    headline: str
+    """One line saying where things stand, e.g. "Running on gke-gpu-t4-1a2b"."""
+    steps: tuple[StepLine, ...] = ()
+    problem: explain.Problem | None = None
+    outcome: str = ""
+    """Set once the workload is over: "Completed (exit code 0)", "released by <owner>"."""
+    lease_end: str = ""
+    """When the lease runs out, already formatted for people, e.g. "16:30 UTC (in 2h)"."""
+    buttons: Buttons = Buttons()
+
+    @property
+    def workload(self) -> str:
+        """`namespace/name`: what buttons carry back so a click names its workload."""
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A message in a workload's thread: a milestone worth a notification, or a confirmation."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Ephemeral:
+    """An answer only the person who asked sees: usage errors, `/gpu status`, refusals."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ChannelEpisode:
+    """The single channel message of one scale episode (scale-up to back at zero), edited as it goes."""
+
+    pool: str
+    headline: str
+    lines: tuple[str, ...] = ()
+    """What happened so far, oldest first, e.g. "scale-up for alice's train-1", "node Ready after 2m10s"."""
+    warning: str = ""
+    """Max size reached, provisioning far slower than usual; empty when all is well."""
+    closed: bool = False
+    """The pool is back at zero and the episode is over."""
+    cost: str = ""
+    """What the episode cost, formatted, once known."""
+
+
+Notice = ThreadStatus | Reply | Ephemeral | ChannelEpisode
+
+
+def format_elapsed(seconds: float) -> str:
+    """A duration as threads show it: "45s", "1m05s", "2h03m"; negatives count as zero."""
+    whole = max(0, math.floor(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def format_cost(dollars: float) -> str:
+    """Money as people read it: "$0.42", "$12.50", "<$0.01" for a sliver above zero."""
+    if 0 < dollars < 0.005:
+        return "<$0.01"
+    return f"${max(dollars, 0.0):,.2f}"
+
+
+def format_gpus(count: int, profile: str) -> str:
+    """How many GPUs of which profile: "1 GPU (t4)", "4 GPUs (a100)"."""
+    return f"{count} GPU{'' if count == 1 else 's'} ({profile})"

@@ -1,0 +1,156 @@
+"""Block Kit rendering of core notices, against golden JSON, plus Slack's limits and the formatting helpers.
+
+Set GPUBOT_UPDATE_GOLDEN=1 to rewrite the golden files after a deliberate change, then review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from bot.adapters import slack_render
+from bot.core import explain, notices
+
+GOLDEN = Path(__file__).parent / "golden" / "slack_render"
+DONE, CURRENT, PENDING = notices.StepState.DONE, notices.StepState.CURRENT, notices.StepState.PENDING
+
+PROVISIONING = notices.ThreadStatus(
+    namespace="gpubot",
+    name="alice-train-1",
+    owner="U_ALICE",
+    image="nvidia/cuda:12.4.1-base-ubuntu22.04",
+    gpus=1,
+    profile="t4",
+    headline="A GPU node is being provisioned",
+    steps=(
+        notices.StepLine("waiting for a GPU node", DONE, "4s"),
+        notices.StepLine("scale-up triggered: gpu-t4 0→1 (max 5)", DONE, "1s"),
+        notices.StepLine("node provisioning", CURRENT, "1m05s"),
+        notices.StepLine("node Ready", PENDING),
+    ),
+    lease_end="16:30 UTC (in 4h)",
+    buttons=notices.Buttons(release=True, extend=True),
+)
+STUCK = notices.ThreadStatus(
+    namespace="gpubot",
+    name="bob-big",
+    owner="U_BOB",
+    image="pytorch/pytorch:2.3.0",
+    gpus=4,
+    profile="a100",
+    headline="No GPU node can be added",
+    steps=(notices.StepLine("waiting for a GPU node", CURRENT, "30s"),),
+    problem=explain.Problem("max-size", "the GPU pool is at its maximum size (5 nodes)", "wait, or ask an admin"),
+    buttons=notices.Buttons(release=True),
+)
+FINISHED = notices.ThreadStatus(
+    namespace="gpubot",
+    name="alice-train-1",
+    owner="U_ALICE",
+    image="nvidia/cuda:12.4.1-base-ubuntu22.04",
+    gpus=1,
+    profile="t4",
+    headline="Finished",
+    outcome="Completed (exit code 0) after 1h02m",
+)
+EPISODE = notices.ChannelEpisode(
+    pool="gpu-t4",
+    headline="back at 0 nodes",
+    lines=("scale-up 0→1 for alice's alice-train-1", "node Ready after 2m10s", "scaled down to 0"),
+    closed=True,
+    cost="$0.42",
+)
+WARNING = notices.ChannelEpisode(
+    pool="gpu-t4",
+    headline="scaling up",
+    lines=("scale-up 0→1 for alice-train-1",),
+    warning="provisioning takes far longer than usual (12m, usually 2m)",
+)
+
+CASES = {
+    "thread_provisioning": PROVISIONING,
+    "thread_problem": STUCK,
+    "thread_finished": FINISHED,
+    "episode_closed": EPISODE,
+    "episode_warning": WARNING,
+    "reply": notices.Reply("node gke-gpu-t4-1a2b is Ready after 2m10s"),
+    "ephemeral": notices.Ephemeral("unknown profile `h100`: try `/gpu run IMAGE --type t4`"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_render_matches_golden(name: str) -> None:
+    rendered = slack_render.render(CASES[name])
+    got = {"text": rendered.text, "blocks": rendered.blocks}
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("GPUBOT_UPDATE_GOLDEN"):
+        path.write_text(json.dumps(got, indent=2, ensure_ascii=False) + "\n")
+    assert got == json.loads(path.read_text())
+
+
+def test_buttons_carry_the_workload_and_the_action_ids() -> None:
+    actions = slack_render.render(PROVISIONING).blocks[-1]
+    assert actions["type"] == "actions"
+    assert [(b["action_id"], b["value"]) for b in actions["elements"]] == [
+        ("gpubot_extend", "gpubot/alice-train-1"),
+        ("gpubot_release", "gpubot/alice-train-1"),
+    ]
+
+
+def test_no_buttons_once_nothing_can_be_done() -> None:
+    assert all(block["type"] != "actions" for block in slack_render.render(FINISHED).blocks)
+
+
+def test_core_text_cannot_become_markup() -> None:
+    rendered = slack_render.render(notices.Reply("<!channel> & <@U_BOB>"))
+    assert rendered.text == "&lt;!channel&gt; &amp; &lt;@U_BOB&gt;"
+    assert rendered.blocks[0]["text"]["text"] == rendered.text
+
+
+@pytest.mark.parametrize("length", [0, 1, 2999, 3000, 3001, 9000, 200_000])
+def test_long_text_fits_block_kit_limits(length: int) -> None:
+    text = "\n".join(("x" * 70 for _ in range(length // 71 + 1)))[:length] if length < 9000 else "y" * length
+    rendered = slack_render.render(notices.Ephemeral(text))
+    assert len(rendered.text) <= slack_render.FALLBACK_TEXT_MAX
+    assert 1 <= len(rendered.blocks) <= slack_render.MAX_BLOCKS
+    assert all(0 < len(block["text"]["text"]) <= slack_render.SECTION_TEXT_MAX for block in rendered.blocks)
+    if length <= slack_render.SECTION_TEXT_MAX * slack_render.MAX_BLOCKS:
+        assert "".join(b["text"]["text"].replace("\n", "") for b in rendered.blocks).strip() == text.replace("\n", "")
+
+
+def test_huge_thread_fields_are_clipped() -> None:
+    status = notices.ThreadStatus(
+        namespace="gpubot", name="n" * 300, owner="U_ALICE", image="i" * 5000, gpus=1, profile="t4",
+        headline="h" * 5000, steps=tuple(notices.StepLine("s" * 200, PENDING) for _ in range(40)),
+        buttons=notices.Buttons(release=True),
+    )  # fmt: skip
+    rendered = slack_render.render(status)
+    assert len(rendered.text) <= slack_render.FALLBACK_TEXT_MAX
+    sections = [b for b in rendered.blocks if b["type"] == "section"]
+    assert all(len(b["text"]["text"]) <= slack_render.SECTION_TEXT_MAX for b in sections)
+    release = rendered.blocks[-1]["elements"][0]
+    assert len(release["confirm"]["title"]["text"]) <= 100
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (-3, "0s"), (0.9, "0s"), (45, "45s"), (59.99, "59s"), (60, "1m00s"), (65, "1m05s"),
+     (3599, "59m59s"), (3600, "1h00m"), (3725, "1h02m"), (90061, "25h01m")],
+)  # fmt: skip
+def test_format_elapsed(seconds: float, text: str) -> None:
+    assert notices.format_elapsed(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("dollars", "text"), [(0, "$0.00"), (0.001, "<$0.01"), (0.42, "$0.42"), (12.5, "$12.50"), (1234.567, "$1,234.57")]
+)
+def test_format_cost(dollars: float, text: str) -> None:
+    assert notices.format_cost(dollars) == text
+
+
+def test_format_gpus() -> None:
+    assert notices.format_gpus(1, "t4") == "1 GPU (t4)"
+    assert notices.format_gpus(4, "a100") == "4 GPUs (a100)"
