@@ -34,6 +34,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """WebClient adopts proxy variables even for loopback."""
     for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SKIP_SLACK_SDK_WARNING", "1")  # the no_text refusal test omits text on purpose
 
 
 @pytest.fixture
@@ -42,7 +43,9 @@ def slack() -> Iterator[BackgroundSlack]:
         yield running
 
 
-def open_outbox(slack: BackgroundSlack, settings: slack_outbox.OutboxSettings = FAST) -> slack_outbox.SlackOutbox:
+def open_outbox(
+    slack: BackgroundSlack, settings: slack_outbox.OutboxSettings = FAST
+) -> slack_outbox.SlackOutbox:
     client = slack_outbox.make_client(slack.bot_token, base_url=slack.api_url, timeout=5)
     return slack_outbox.SlackOutbox(client, settings)
 

@@ -43,7 +43,9 @@ STUCK = notices.ThreadStatus(
     profile="a100",
     headline="No GPU node can be added",
     steps=(notices.StepLine("waiting for a GPU node", CURRENT, "30s"),),
-    problem=explain.Problem("max-size", "the GPU pool is at its maximum size (5 nodes)", "wait, or ask an admin"),
+    problem=explain.Problem(
+        "max-size", "the GPU pool is at its maximum size (5 nodes)", "wait, or ask an admin"
+    ),
     buttons=notices.Buttons(release=True),
 )
 FINISHED = notices.ThreadStatus(
@@ -118,7 +120,9 @@ def test_long_text_fits_block_kit_limits(length: int) -> None:
     assert 1 <= len(rendered.blocks) <= slack_render.MAX_BLOCKS
     assert all(0 < len(block["text"]["text"]) <= slack_render.SECTION_TEXT_MAX for block in rendered.blocks)
     if length <= slack_render.SECTION_TEXT_MAX * slack_render.MAX_BLOCKS:
-        assert "".join(b["text"]["text"].replace("\n", "") for b in rendered.blocks).strip() == text.replace("\n", "")
+        assert "".join(b["text"]["text"].replace("\n", "") for b in rendered.blocks).strip() == text.replace(
+            "\n", ""
+        )
 
 
 def test_huge_thread_fields_are_clipped() -> None:
@@ -145,7 +149,8 @@ def test_format_elapsed(seconds: float, text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("dollars", "text"), [(0, "$0.00"), (0.001, "<$0.01"), (0.42, "$0.42"), (12.5, "$12.50"), (1234.567, "$1,234.57")]
+    ("dollars", "text"),
+    [(0, "$0.00"), (0.001, "<$0.01"), (0.42, "$0.42"), (12.5, "$12.50"), (1234.567, "$1,234.57")],
 )
 def test_format_cost(dollars: float, text: str) -> None:
     assert notices.format_cost(dollars) == text
