@@ -72,7 +72,7 @@ WARNING = notices.ChannelEpisode(
     warning="provisioning takes far longer than usual (12m, usually 2m)",
 )
 
-CASES = {
+CASES: dict[str, notices.Notice] = {
     "thread_provisioning": PROVISIONING,
     "thread_problem": STUCK,
     "thread_finished": FINISHED,
@@ -114,7 +114,7 @@ def test_core_text_cannot_become_markup() -> None:
 
 @pytest.mark.parametrize("length", [0, 1, 2999, 3000, 3001, 9000, 200_000])
 def test_long_text_fits_block_kit_limits(length: int) -> None:
-    text = "\n".join(("x" * 70 for _ in range(length // 71 + 1)))[:length] if length < 9000 else "y" * length
+    text = "\n".join("x" * 70 for _ in range(length // 71 + 1))[:length] if length < 9000 else "y" * length
     rendered = slack_render.render(notices.Ephemeral(text))
     assert len(rendered.text) <= slack_render.FALLBACK_TEXT_MAX
     assert 1 <= len(rendered.blocks) <= slack_render.MAX_BLOCKS

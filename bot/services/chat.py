@@ -1,0 +1,28 @@
+"""Services: the port through which services speak to people, in core notices; the composition root renders.
+
+Kept to four verbs so any chat (the Slack outbox, a test fake) can stand behind it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.core import notices
+
+
+class Chat(Protocol):
+    def post(self, channel: str, notice: notices.Notice, *, thread_ts: str | None = None) -> str:
+        """Post and wait until it is delivered; return its ts (a thread root's ts is the thread's id)."""
+        ...
+
+    def reply(self, channel: str, thread_ts: str, notice: notices.Notice) -> None:
+        """Queue a reply in a thread, in order after earlier writes to that channel."""
+        ...
+
+    def update(self, channel: str, ts: str, notice: notices.Notice) -> None:
+        """Queue an edit of a message; unsent earlier edits of it are superseded."""
+        ...
+
+    def ephemeral(self, channel: str, user: str, notice: notices.Notice) -> None:
+        """Queue a message only `user` sees."""
+        ...

@@ -1,0 +1,225 @@
+"""Services: pure builders of what a thread and `/gpu status` show, from the tracker's and the cluster's view.
+
+No I/O and no clock here: `now` comes in, notices go out, so the wording is tested without Slack or a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import yaml
+
+from bot.core import explain, lifecycle, notices, workloads
+
+Step = lifecycle.Step
+STEP_LABELS: Mapping[Step, str] = {
+    Step.WAITING: "waiting for a GPU node",
+    Step.SCALE_UP: "scale-up triggered",
+    Step.PROVISIONING: "node provisioning",
+    Step.NODE_READY: "node Ready",
+    Step.GPU_READY: "GPU allocatable",
+    Step.SCHEDULED: "scheduled",
+    Step.PULLING: "pulling image",
+    Step.RUNNING: "Running",
+}
+"""Checklist labels for steps not reached yet; reached steps show their milestone's own words."""
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True)
+class Thread:
+    """One workload's conversation: the pod as last seen, its progress, and what each milestone said."""
+
+    workload: workloads.Workload
+    progress: lifecycle.Progress
+    texts: tuple[tuple[Step, str], ...] = ()
+    problem: explain.Problem | None = None
+    outcome_text: str = ""
+
+    def text(self, step: Step) -> str:
+        return next((t for s, t in self.texts if s == step), STEP_LABELS[step])
+
+
+# -- the thread's status message ------------------------------------------------------------------
+
+
+def _step_line(thread: Thread, step: Step, start: datetime, end: datetime | None, now: datetime) -> notices.StepLine:
+    """A reached step: done with how long it took, or current with how long it has taken so far."""
+    label = thread.text(step)
+    if step == Step.RUNNING:
+        total = notices.format_elapsed((start - thread.progress.created).total_seconds())
+        return notices.StepLine(label, notices.StepState.DONE, f"{total} after the request")
+    if end is None and thread.progress.outcome is None:
+        return notices.StepLine(
+            label, notices.StepState.CURRENT, notices.format_elapsed((now - start).total_seconds())
+        )
+    elapsed = notices.format_elapsed((end - start).total_seconds()) if end is not None else ""
+    return notices.StepLine(label, notices.StepState.DONE, elapsed)
+
+
+def step_lines(thread: Thread, now: datetime) -> tuple[notices.StepLine, ...]:
+    """Reached steps with how long each took, then the steps still ahead (none once it is over)."""
+    reached = sorted(thread.progress.reached)
+    ends = [moment for _, moment in reached[1:]] + [None]
+    lines = [_step_line(thread, step, start, end, now) for (step, start), end in zip(reached, ends, strict=True)]
+    current = thread.progress.step
+    if thread.progress.outcome is None:
+        ahead = [s for s in Step if current is None or s > current]
+        lines += [notices.StepLine(STEP_LABELS[s], notices.StepState.PENDING) for s in ahead]
+    return tuple(lines)
+
+
+def headline(thread: Thread) -> str:
+    progress = thread.progress
+    if progress.outcome is lifecycle.Outcome.DELETED:
+        return "Released: the pod is deleted and its GPU is back in the pool"
+    if progress.outcome is not None:
+        return thread.outcome_text.capitalize() or "Finished"
+    if progress.step == Step.RUNNING:
+        return f"Running on {progress.node}" if progress.node else "Running"
+    if progress.step is not None:
+        return thread.text(progress.step).capitalize()
+    return "Requested: waiting for the scheduler"
+
+
+def lease_text(lease_end: datetime | None, now: datetime) -> str:
+    if lease_end is None:
+        return ""
+    left = notices.format_elapsed((lease_end - now).total_seconds())
+    return f"{lease_end.strftime('%H:%M')} UTC (in {left})"
+
+
+def thread_status(thread: Thread, *, now: datetime, wall: datetime) -> notices.ThreadStatus:
+    """The edited root message; `now` is the cluster's latest time (step timing), `wall` the lease clock."""
+    workload, over = thread.workload, thread.progress.outcome is not None
+    return notices.ThreadStatus(
+        namespace=workload.namespace,
+        name=workload.name,
+        owner=workload.owner_id,
+        image=workload.image,
+        gpus=workload.gpus,
+        profile=workload.profile,
+        headline=headline(thread),
+        steps=step_lines(thread, now),
+        problem=None if over else thread.problem,
+        outcome=thread.outcome_text if over else "",
+        lease_end="" if over else lease_text(workload.lease_end, wall),
+        buttons=notices.Buttons(release=not over),
+    )
+
+
+def milestone_reply(milestone: lifecycle.Milestone) -> notices.Reply | None:
+    """The few moments worth a notification in the thread; other steps only edit the status message."""
+    if milestone.problem is not None:
+        return notices.Reply(f":warning: {milestone.problem.summary}. Fix: {milestone.problem.fix}")
+    if milestone.outcome is lifecycle.Outcome.DELETED:
+        return notices.Reply("The pod is gone; its GPU is back in the pool.")
+    if milestone.outcome is not None:
+        return notices.Reply(milestone.text.capitalize())
+    if milestone.step in (Step.SCALE_UP, Step.NODE_READY, Step.RUNNING):
+        return notices.Reply(milestone.text[:1].upper() + milestone.text[1:])
+    return None
+
+
+# -- /gpu status --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoolView:
+    name: str
+    ready: int
+    provisioning: int
+    gpus_free: int
+    gpus_used: int
+    min_size: int | None = None
+    max_size: int | None = None
+
+
+def autoscaler_sizes(status_text: str | None) -> dict[str, tuple[int, int]]:
+    """Pool → (min, max) from the Cluster Autoscaler's YAML status; {} for the old plain-text format."""
+    try:
+        document: Any = yaml.safe_load(status_text or "")
+    except yaml.YAMLError:
+        return {}
+    groups = document.get("nodeGroups") if isinstance(document, dict) else None
+    sizes: dict[str, tuple[int, int]] = {}
+    for group in groups if isinstance(groups, list) else []:
+        health = group.get("health") if isinstance(group, dict) else None
+        if isinstance(health, dict) and isinstance(group.get("name"), str):
+            low, high = health.get("minSize"), health.get("maxSize")
+            if isinstance(low, int) and isinstance(high, int):
+                sizes[lifecycle.pool_name(group["name"])] = (low, high)
+    return sizes
+
+
+def holds_gpu(workload: workloads.Workload) -> bool:
+    return workload.phase not in FINISHED_PHASES
+
+
+def pool_views(
+    nodes: Iterable[lifecycle.NodeSeen],
+    held: Iterable[workloads.Workload],
+    sizes: Mapping[str, tuple[int, int]],
+) -> list[PoolView]:
+    """GPU pools: those the autoscaler scales, and any pool with allocatable GPUs."""
+    nodes, held = list(nodes), [w for w in held if holds_gpu(w) and w.node]
+    names = set(sizes) | {n.pool for n in nodes if n.gpus > 0 and n.pool}
+    views = []
+    for name in sorted(names):
+        members = [n for n in nodes if n.pool == name]
+        ready = [n for n in members if n.ready and n.gpus > 0]
+        on_members = {n.name for n in members}
+        used = sum(w.gpus for w in held if w.node in on_members)
+        low, high = sizes.get(name, (None, None))
+        views.append(
+            PoolView(
+                name=name,
+                ready=len(ready),
+                provisioning=len(members) - len(ready),
+                gpus_free=max(sum(n.gpus for n in ready) - used, 0),
+                gpus_used=used,
+                min_size=low,
+                max_size=high,
+            )
+        )
+    return views
+
+
+def workload_line(workload: workloads.Workload, now: datetime, *, with_owner: bool) -> str:
+    since = workload.created_at or workload.requested_at
+    age = notices.format_elapsed((now - since).total_seconds()) if since else "?"
+    where = f"on {workload.node}" if workload.node else "no node yet"
+    phase = "Terminating" if workload.deletion_requested else workload.phase
+    lease = (
+        f"lease {notices.format_elapsed((workload.lease_end - now).total_seconds())} left"
+        if workload.lease_end
+        else "no lease"
+    )
+    owner = f" · {workload.requester_name or workload.owner_id}" if with_owner else ""
+    gpus = notices.format_gpus(workload.gpus, workload.profile)
+    return f"• `{workload.name}` — {phase}, {where} · age {age} · {lease} · {gpus}{owner}"
+
+
+def pool_line(view: PoolView) -> str:
+    size = f" · size {view.min_size}–{view.max_size}" if view.max_size is not None else ""
+    return (
+        f"• {view.name}: {view.ready} node(s) ready, {view.provisioning} provisioning · "
+        f"GPUs {view.gpus_free} free, {view.gpus_used} used{size}"
+    )
+
+
+def status_report(
+    mine: list[workloads.Workload], pools: list[PoolView], *, pending_gpus: int, everyone: bool, now: datetime
+) -> notices.Ephemeral:
+    title = "*All gpubot workloads*" if everyone else "*Your workloads*"
+    lines = [title]
+    lines += [workload_line(w, now, with_owner=everyone) for w in mine] or [
+        "none — start one with `/gpu run IMAGE`"
+    ]
+    lines.append("*GPU pools*")
+    lines += [pool_line(view) for view in pools] or ["no GPU pool found"]
+    lines.append(f"GPUs pending (waiting for a node): {pending_gpus}")
+    return notices.Ephemeral("\n".join(lines))
