@@ -365,11 +365,11 @@ class ApiServer:
             raise errors.method_not_allowed()
         if "status" in current:
             obj["status"] = copy.deepcopy(current["status"])
-        obj["metadata"].setdefault("deletionTimestamp", None)
-        if obj["metadata"]["deletionTimestamp"] is None:
-            obj["metadata"].pop("deletionTimestamp")
-            if current["metadata"].get("deletionTimestamp"):
-                obj["metadata"]["deletionTimestamp"] = current["metadata"]["deletionTimestamp"]
+        # Deletion is the server's to record: a client can neither set nor clear it.
+        for owned in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+            obj["metadata"].pop(owned, None)
+            if current["metadata"].get(owned) is not None:
+                obj["metadata"][owned] = current["metadata"][owned]
         return obj
 
     def bind_named(self, namespace: str, body: Any) -> web.Response:
