@@ -289,7 +289,12 @@ class Autoscaler:
 
         def taint(n: Obj) -> None:
             n["spec"].setdefault("taints", []).append(
-                {"key": nodes.TO_BE_DELETED_TAINT, "value": str(int(self.now())), "effect": "NoSchedule"}
+                {
+                    "key": nodes.TO_BE_DELETED_TAINT,
+                    # upstream stores the Unix time the node was marked
+                    "value": str(int(self.store.clock.datetime().timestamp())),
+                    "effect": "NoSchedule",
+                }
             )
 
         marked = self.store.mutate("nodes", "", name, taint) or node

@@ -1,0 +1,148 @@
+"""Services: the scale channel's one message per episode, fed by the event and node informer callbacks.
+
+The composition root fans the shared informers' callbacks out to this and to the tracker, and calls
+`seed` with the nodes already there before the informers start, so neither the initial node list nor
+old events are taken for a new episode, and a restart mid-episode opens a fresh message that says so.
+An episode's first change posts its message (blocking, under the lock, so two informer threads can
+never both post it); every later change is a coalesced edit of that message.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bot.core import episodes, errors, lifecycle, models, notices, podspec, ports, workloads
+from bot.services import chat
+
+logger = logging.getLogger(__name__)
+
+FindWorkload = Callable[[str, str], workloads.Workload | None]
+"""`(namespace, name)` → the gpubot workload, to say whose pod triggered a scale-up."""
+OWNER_EVENTS = frozenset({"TriggeredScaleUp", "NotTriggerScaleUp"})
+
+
+@dataclass(frozen=True)
+class Posted:
+    key: str
+    ts: str
+    shown: notices.ChannelEpisode
+
+
+class ScaleNotifier:
+    def __init__(
+        self,
+        chat_port: chat.Chat,
+        channel: str,
+        *,
+        prices: Iterable[models.GpuProfile],
+        clock: Callable[[], datetime],
+        find_workload: FindWorkload | None = None,
+    ) -> None:
+        """`prices`: the profiles whose `price_per_hour` costs an episode, matched to pools by node labels."""
+        self._chat = chat_port
+        self._channel = channel
+        self._profiles = tuple(prices)
+        self._clock = clock
+        self._find_workload = find_workload
+        self._lock = threading.RLock()
+        self._state = episodes.start(clock())
+        self._prices: dict[str, float | None] = {}
+        self._posted: dict[str, Posted] = {}
+
+    # -- reading ---------------------------------------------------------------------------------
+    def current_episodes(self) -> dict[str, episodes.Episode]:
+        """Each pool's open episode, or its last closed one."""
+        with self._lock:
+            return {name: p.episode for name, p in self._state.pools.items() if p.episode is not None}
+
+    # -- feeding ---------------------------------------------------------------------------------
+    def seed(self, nodes: Iterable[lifecycle.NodeSeen]) -> int:
+        """Nodes there now (`Cluster.list_nodes()`), before informers start; returns episodes resumed."""
+        with self._lock:
+            before = len(self._state.open_episodes())
+            self._observe(episodes.Seeded(at=self._clock(), nodes=tuple(nodes)))
+            return len(self._state.open_episodes()) - before
+
+    def on_event(self, change: str, event: Mapping[str, Any]) -> None:
+        if change == ports.DELETED:
+            return  # events expire after an hour; that says nothing about the pool
+        seen, subject = workloads.observe_event(event), workloads.event_subject(event)
+        if seen is None or subject is None:
+            return
+        owner = self._owner(subject) if seen.reason in OWNER_EVENTS and subject.kind == "Pod" else ""
+        with self._lock:
+            self._observe(episodes.PoolEvent(seen, subject, owner))
+
+    def on_node(self, change: str, node: Mapping[str, Any]) -> None:
+        pool = workloads.node_pool(node)
+        if not pool:
+            return
+        name = str((node.get("metadata") or {}).get("name", ""))
+        with self._lock:
+            self._learn_price(pool, node)
+            if change == ports.DELETED:
+                self._observe(episodes.NodeRemoved(at=self._clock(), name=name, pool=pool))
+                return
+            for seen in self._node_observations(node, known=name in self._state.pool(pool).present):
+                self._observe(seen)
+
+    # -- internals -------------------------------------------------------------------------------
+    def _node_observations(self, node: Mapping[str, Any], *, known: bool) -> list[lifecycle.NodeSeen]:
+        """The node as seen; a node first seen already Ready is also seen joining at its creation."""
+        try:
+            seen = workloads.observe_node(node)
+        except ValueError:
+            seen = workloads.observe_node(node, at=self._clock())
+        created = podspec.parse_time(str((node.get("metadata") or {}).get("creationTimestamp", "")))
+        if known or not seen.ready or created is None or created >= seen.at:
+            return [seen]
+        return [lifecycle.NodeSeen(at=created, name=seen.name, ready=False, gpus=0, pool=seen.pool), seen]
+
+    def _owner(self, subject: workloads.EventSubject) -> str:
+        if self._find_workload is None:
+            return ""
+        try:
+            workload = self._find_workload(subject.namespace, subject.name)
+        except errors.GpubotError as err:
+            logger.info("cannot tell who owns %s/%s: %s", subject.namespace, subject.name, err)
+            return ""
+        if workload is None:
+            return ""
+        return workload.requester_name or workload.owner_id
+
+    def _learn_price(self, pool: str, node: Mapping[str, Any]) -> None:
+        if self._prices.get(pool) is not None:
+            return
+        node_labels = (node.get("metadata") or {}).get("labels") or {}
+        self._prices[pool] = episodes.pool_price(node_labels, self._profiles)
+
+    def _observe(self, seen: episodes.Observation) -> None:
+        before = self._state
+        self._state, changed = episodes.advance(before, seen)
+        if not changed:
+            return
+        for name, pool in self._state.pools.items():
+            if pool.episode is not None and pool.episode != before.pool(name).episode:
+                self._publish(pool.episode)
+
+    def _publish(self, episode: episodes.Episode) -> None:
+        notice = episodes.to_notice(episode, now=self._clock(), price_per_hour=self._prices.get(episode.pool))
+        posted = self._posted.get(episode.pool)
+        if posted is not None and posted.key == episode.key:
+            if posted.shown != notice:
+                self._chat.update(self._channel, posted.ts, notice)
+                self._posted[episode.pool] = Posted(episode.key, posted.ts, notice)
+            return
+        try:
+            ts = self._chat.post(self._channel, notice)
+        except errors.GpubotError as err:
+            # Nothing was sent (a timed-out post is withdrawn): the next change tries again, still once.
+            logger.error("could not post the %s scale episode to %s: %s", episode.pool, self._channel, err)
+            return
+        logger.info("scale episode %s: posted %s in %s", episode.key, ts, self._channel)
+        self._posted[episode.pool] = Posted(episode.key, ts, notice)
