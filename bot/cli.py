@@ -9,6 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
+from bot.settings import Settings
 from sim import seed
 from sim.cluster import world
 
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim_cmd.add_argument("--state-dir", type=Path, default=None, help="keep the cluster across restarts here")
     demo = sub.add_parser("demo", help="play the seed scenario on the embedded cluster and narrate it")
     demo.add_argument("--speed", type=float, default=60.0)
+    sub.add_parser("serve", help="run the bot against Slack and the cluster its environment names")
     return parser
 
 
@@ -54,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(run_sim(args))
     if args.command == "demo":
         return seed.run_demo(speed=args.speed, out=sys.stdout)
+    if args.command == "serve":
+        from bot import app  # only `serve` needs Slack and Kubernetes clients
+
+        return app.serve(Settings.from_env())
     return 2
 
 

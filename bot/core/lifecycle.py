@@ -73,6 +73,8 @@ class Milestone:
     text: str
     problem: explain.Problem | None = None
     outcome: Outcome | None = None
+    late: bool = False
+    """Reached after a later step was already seen; fills in history, is not news."""
 
 
 @dataclass(frozen=True)
@@ -125,9 +127,13 @@ def advance(progress: Progress, seen: Observation) -> tuple[Progress, list[Miles
 
 
 def _reach(progress: Progress, step: Step, at: datetime, text: str) -> tuple[Progress, list[Milestone]]:
-    if progress.at(step) is not None or (progress.step is not None and progress.step > step):
+    """Record a step once. Watches of different kinds are not ordered with each other, so a step may
+    arrive after a later one (the pod's Scheduled event before the node's GPU update): it is still
+    recorded, with its own time, and marked late so nobody is notified of stale news."""
+    if progress.at(step) is not None:
         return progress, []
-    return replace(progress, reached=(*progress.reached, (step, at))), [Milestone(step, at, text)]
+    late = progress.step is not None and progress.step > step
+    return replace(progress, reached=(*progress.reached, (step, at))), [Milestone(step, at, text, late=late)]
 
 
 def _problem(progress: Progress, at: datetime, problem: explain.Problem) -> tuple[Progress, list[Milestone]]:

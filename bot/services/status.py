@@ -46,7 +46,9 @@ class Thread:
 # -- the thread's status message ------------------------------------------------------------------
 
 
-def _step_line(thread: Thread, step: Step, start: datetime, end: datetime | None, now: datetime) -> notices.StepLine:
+def _step_line(
+    thread: Thread, step: Step, start: datetime, end: datetime | None, now: datetime
+) -> notices.StepLine:
     """A reached step: done with how long it took, or current with how long it has taken so far."""
     label = thread.text(step)
     if step == Step.RUNNING:
@@ -61,10 +63,19 @@ def _step_line(thread: Thread, step: Step, start: datetime, end: datetime | None
 
 
 def step_lines(thread: Thread, now: datetime) -> tuple[notices.StepLine, ...]:
-    """Reached steps with how long each took, then the steps still ahead (none once it is over)."""
+    """Reached steps with how long each took, then the steps still ahead (none once it is over).
+
+    A step skipped between two reached ones (the informers raced: the pod was scheduled before the node
+    update arrived) is implied by the later one, so it shows as done, without a time.
+    """
     reached = sorted(thread.progress.reached)
-    ends = [moment for _, moment in reached[1:]] + [None]
-    lines = [_step_line(thread, step, start, end, now) for (step, start), end in zip(reached, ends, strict=True)]
+    ends = [moment for _, moment in reached[1:]] + [None] * bool(reached)
+    lines = []
+    for (step, start), end in zip(reached, ends, strict=True):
+        lines.append(_step_line(thread, step, start, end, now))
+        following = next((s for s, _ in reached if s > step), step)
+        implied = [s for s in Step if step < s < following]
+        lines += [notices.StepLine(STEP_LABELS[s], notices.StepState.DONE) for s in implied]
     current = thread.progress.step
     if thread.progress.outcome is None:
         ahead = [s for s in Step if current is None or s > current]
@@ -72,16 +83,21 @@ def step_lines(thread: Thread, now: datetime) -> tuple[notices.StepLine, ...]:
     return tuple(lines)
 
 
+def sentence(text: str) -> str:
+    """Upper-case the first letter only (`str.capitalize` would lower `GPU` and node names)."""
+    return text[:1].upper() + text[1:]
+
+
 def headline(thread: Thread) -> str:
     progress = thread.progress
     if progress.outcome is lifecycle.Outcome.DELETED:
         return "Released: the pod is deleted and its GPU is back in the pool"
     if progress.outcome is not None:
-        return thread.outcome_text.capitalize() or "Finished"
+        return sentence(thread.outcome_text) or "Finished"
     if progress.step == Step.RUNNING:
         return f"Running on {progress.node}" if progress.node else "Running"
     if progress.step is not None:
-        return thread.text(progress.step).capitalize()
+        return sentence(thread.text(progress.step))
     return "Requested: waiting for the scheduler"
 
 
@@ -118,9 +134,9 @@ def milestone_reply(milestone: lifecycle.Milestone) -> notices.Reply | None:
     if milestone.outcome is lifecycle.Outcome.DELETED:
         return notices.Reply("The pod is gone; its GPU is back in the pool.")
     if milestone.outcome is not None:
-        return notices.Reply(milestone.text.capitalize())
-    if milestone.step in (Step.SCALE_UP, Step.NODE_READY, Step.RUNNING):
-        return notices.Reply(milestone.text[:1].upper() + milestone.text[1:])
+        return notices.Reply(sentence(milestone.text))
+    if milestone.step in (Step.SCALE_UP, Step.NODE_READY, Step.RUNNING) and not milestone.late:
+        return notices.Reply(sentence(milestone.text))
     return None
 
 
@@ -204,7 +220,7 @@ def workload_line(workload: workloads.Workload, now: datetime, *, with_owner: bo
 
 
 def pool_line(view: PoolView) -> str:
-    size = f" · size {view.min_size}–{view.max_size}" if view.max_size is not None else ""
+    size = f" · size {view.min_size} to {view.max_size}" if view.max_size is not None else ""
     return (
         f"• {view.name}: {view.ready} node(s) ready, {view.provisioning} provisioning · "
         f"GPUs {view.gpus_free} free, {view.gpus_used} used{size}"

@@ -141,3 +141,18 @@ def test_crash_loop_is_a_problem_reported_once() -> None:
     backoff = "Back-off restarting failed container main in pod p_default(uid)"
     _, milestones = feed([EventSeen(at(1), "BackOff", backoff, "Warning")] * 3)
     assert [m.problem.key for m in milestones if m.problem] == ["crash-loop"]
+
+
+def test_a_step_seen_after_a_later_one_is_recorded_late_not_lost() -> None:
+    """The node's GPU update can arrive after the pod's Scheduled event: two watches, no shared order."""
+    node = "gke-demo-gpu-pool-ab12cd34-x1y2"
+    progress, milestones = feed(
+        [
+            *SEED_JOURNEY[:5],
+            EventSeen(at(280), "Scheduled", f"Successfully assigned default/gpu-pod to {node}"),
+            NodeSeen(at(279), node, ready=True, gpus=1, pool="gpu-pool"),
+        ]
+    )
+    assert progress.step is Step.SCHEDULED
+    assert progress.at(Step.GPU_READY) == at(279)
+    assert [(m.step, m.late) for m in milestones[-2:]] == [(Step.SCHEDULED, False), (Step.GPU_READY, True)]

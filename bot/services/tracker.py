@@ -1,0 +1,193 @@
+"""Services: the informer callbacks that turn pod, event and node changes into each workload's live thread.
+
+One `Progress` per workload key, fed in whatever order the three informers deliver. Everything is rebuilt
+from the informers' initial lists, so a restarted bot resumes its threads: until `go_live()` the tracker
+only learns (no chat writes), then it re-renders every status message once, and from there on each new
+milestone edits the status message and the key moments also get a short reply.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.core import lifecycle, notices, podspec, ports, workloads
+from bot.services import chat, status
+
+logger = logging.getLogger(__name__)
+
+MAX_ORPHAN_PODS = 500
+MAX_ORPHAN_EVENTS = 50
+"""Events that arrive before their pod are kept this long (pods, events each), then the oldest go."""
+NODE_CREATION_SLACK = timedelta(seconds=5)
+"""A node counts as this workload's new node only if it appeared after (about) the scale-up it triggered."""
+
+
+@dataclass(frozen=True)
+class KnownNode:
+    created: datetime | None
+    seen: lifecycle.NodeSeen
+
+
+def wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class Tracker:
+    def __init__(self, chat_port: chat.Chat, *, clock: Callable[[], datetime] = wall_clock) -> None:
+        self._chat = chat_port
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._threads: dict[str, status.Thread] = {}
+        self._shown: dict[str, notices.ThreadStatus] = {}
+        self._orphans: collections.OrderedDict[str, list[lifecycle.EventSeen]] = collections.OrderedDict()
+        self._nodes: dict[str, KnownNode] = {}
+        self._cluster_now: datetime | None = None
+        self._live = False
+
+    # -- reading ---------------------------------------------------------------------------------
+    def threads(self) -> dict[str, status.Thread]:
+        with self._lock:
+            return dict(self._threads)
+
+    def go_live(self) -> int:
+        """After the initial lists: render every known thread once, then report changes as they come."""
+        with self._lock:
+            self._live = True
+            for key, thread in self._threads.items():
+                self._publish(key, thread, [])
+            return len(self._threads)
+
+    # -- informer callbacks ----------------------------------------------------------------------
+    def on_pod(self, change: str, pod: Mapping[str, Any]) -> None:
+        workload = workloads.from_pod(pod)
+        if workload is None:
+            return
+        with self._lock:
+            seen = self._observe_pod(pod, deleted=change == ports.DELETED)
+            thread = self._threads.get(workload.key)
+            if thread is None or (thread.workload.uid and thread.workload.uid != workload.uid):
+                thread = self._adopt(workload)
+            self._apply(workload.key, replace(thread, workload=workload), [seen])
+            if change == ports.DELETED:
+                self._threads.pop(workload.key, None)
+                self._shown.pop(workload.key, None)
+
+    def on_event(self, change: str, event: Mapping[str, Any]) -> None:
+        subject = workloads.event_subject(event)
+        seen = workloads.observe_event(event)
+        if change == ports.DELETED or subject is None or subject.kind != "Pod" or seen is None:
+            return
+        key = f"{subject.namespace}/{subject.name}"
+        with self._lock:
+            self._bump(seen.at)
+            thread = self._threads.get(key)
+            if thread is None:
+                self._keep_orphan(key, seen)
+            elif not subject.uid or not thread.workload.uid or subject.uid == thread.workload.uid:
+                self._apply(key, thread, [seen, *self._new_nodes_for(thread)])
+
+    def on_node(self, change: str, node: Mapping[str, Any]) -> None:
+        name = str((node.get("metadata") or {}).get("name", ""))
+        with self._lock:
+            if change == ports.DELETED:
+                self._nodes.pop(name, None)
+                return
+            at = max(filter(None, (workloads.node_time(node), self._cluster_now)), default=self._clock())
+            created = podspec.parse_time(str((node.get("metadata") or {}).get("creationTimestamp", "")))
+            self._nodes[name] = KnownNode(created, workloads.observe_node(node, at=at))
+            for key, thread in list(self._threads.items()):
+                offered = self._new_nodes_for(thread)
+                if offered:
+                    self._apply(key, thread, offered)
+
+    # -- state -----------------------------------------------------------------------------------
+    def _observe_pod(self, pod: Mapping[str, Any], *, deleted: bool) -> lifecycle.PodSeen:
+        try:
+            seen = workloads.observe_pod(pod, deleted=deleted)
+        except ValueError:
+            seen = workloads.observe_pod(pod, deleted=deleted, at=self._cluster_now or self._clock())
+        self._bump(seen.at)
+        return seen
+
+    def _bump(self, moment: datetime) -> None:
+        if self._cluster_now is None or moment > self._cluster_now:
+            self._cluster_now = moment
+
+    def _adopt(self, workload: workloads.Workload) -> status.Thread:
+        """A workload seen for the first time (new, or after a restart): replay what arrived before it."""
+        created = workload.created_at or workload.requested_at or self._cluster_now or self._clock()
+        thread = status.Thread(workload=workload, progress=lifecycle.Progress(created=created))
+        self._threads[workload.key] = thread
+        early: list[lifecycle.Observation] = sorted(
+            self._orphans.pop(workload.key, []), key=lambda seen: seen.at
+        )
+        self._apply(workload.key, thread, early)
+        return self._threads[workload.key]
+
+    def _keep_orphan(self, key: str, seen: lifecycle.EventSeen) -> None:
+        kept = self._orphans.setdefault(key, [])
+        kept.append(seen)
+        del kept[:-MAX_ORPHAN_EVENTS]
+        self._orphans.move_to_end(key)
+        while len(self._orphans) > MAX_ORPHAN_PODS:
+            self._orphans.popitem(last=False)
+
+    def _new_nodes_for(self, thread: status.Thread) -> list[lifecycle.Observation]:
+        """Nodes that may be the one this workload's scale-up brings: its pool, created after the trigger."""
+        progress = thread.progress
+        triggered = progress.at(lifecycle.Step.SCALE_UP)
+        if (
+            triggered is None
+            or progress.outcome is not None
+            or (progress.step or 0) >= lifecycle.Step.GPU_READY
+        ):
+            return []
+        return [
+            known.seen
+            for known in sorted(self._nodes.values(), key=lambda k: k.seen.name)
+            if known.seen.pool == progress.pool
+            and (known.created is None or known.created >= triggered - NODE_CREATION_SLACK)
+        ]
+
+    def _apply(self, key: str, thread: status.Thread, observations: list[lifecycle.Observation]) -> None:
+        milestones: list[lifecycle.Milestone] = []
+        for seen in observations:
+            progress, new = lifecycle.advance(thread.progress, seen)
+            thread = _remember(replace(thread, progress=progress), new)
+            milestones += new
+        self._threads[key] = thread
+        for milestone in milestones:
+            logger.info("workload %s: %s", key, milestone.text)
+        self._publish(key, thread, milestones)
+
+    # -- telling -----------------------------------------------------------------------------------
+    def _publish(self, key: str, thread: status.Thread, milestones: list[lifecycle.Milestone]) -> None:
+        workload = thread.workload
+        if not self._live or not workload.thread_ts or not workload.channel:
+            return
+        shown = status.thread_status(thread, now=self._cluster_now or self._clock(), wall=self._clock())
+        if self._shown.get(key) != shown:
+            self._chat.update(workload.channel, workload.thread_ts, shown)
+            self._shown[key] = shown
+        for milestone in milestones:
+            reply = status.milestone_reply(milestone)
+            if reply is not None:
+                self._chat.reply(workload.channel, workload.thread_ts, reply)
+
+
+def _remember(thread: status.Thread, milestones: list[lifecycle.Milestone]) -> status.Thread:
+    """Keep each milestone's words: step texts for the checklist, the latest problem, the outcome."""
+    for milestone in milestones:
+        if milestone.step is not None:
+            thread = replace(thread, texts=(*thread.texts, (milestone.step, milestone.text)))
+        if milestone.problem is not None:
+            thread = replace(thread, problem=milestone.problem)
+        if milestone.outcome is not None:
+            thread = replace(thread, outcome_text=milestone.text)
+    return thread

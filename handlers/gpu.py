@@ -1,0 +1,62 @@
+"""Handlers: the `/gpu` slash command. Parse and ack within milliseconds; the service does the rest lazily."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt import Ack, App
+
+from bot.core import commands, models, notices
+from bot.services import Services
+
+COMMAND = "/gpu"
+
+
+def ack_text(parsed: models.GpuCommand | models.UsageError) -> str | None:
+    """What the user sees at once: the refusal, the help, a "requesting…", or nothing (status, release)."""
+    if isinstance(parsed, models.UsageError):
+        return parsed.message
+    if isinstance(parsed, models.HelpRequest):
+        return commands.help_text(parsed.topic)
+    if isinstance(parsed, models.ExtendRequest):
+        return "`/gpu extend` is not available yet; `/gpu release` and a new `/gpu run` will do for now."
+    if isinstance(parsed, models.RunRequest):
+        gpus = (
+            notices.format_gpus(parsed.gpus, parsed.profile)
+            if parsed.profile
+            else f"{parsed.gpus} GPU{'' if parsed.gpus == 1 else 's'}"
+        )
+        return f"Requesting {gpus} for `{parsed.image}`… I will follow it in a thread here."
+    return None
+
+
+def owner_of(command: dict[str, Any]) -> models.Owner:
+    return models.Owner(
+        user_id=str(command.get("user_id", "")),
+        user_name=str(command.get("user_name", "")),
+        team_id=str(command.get("team_id", "")),
+    )
+
+
+class GpuCommand:
+    """Bound methods rather than closures, so Bolt sees plain listener signatures."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def ack_gpu(self, ack: Ack, command: dict[str, Any]) -> None:
+        text = ack_text(commands.parse_gpu_command(str(command.get("text", ""))))
+        if text:
+            ack(text=text)
+        else:
+            ack()
+
+    def run_gpu(self, command: dict[str, Any]) -> None:
+        parsed = commands.parse_gpu_command(str(command.get("text", "")))
+        if isinstance(parsed, models.RunRequest | models.StatusRequest | models.ReleaseRequest):
+            self.services.launcher.handle(parsed, owner_of(command), str(command.get("channel_id", "")))
+
+
+def register(app: App, services: Services) -> None:
+    listener = GpuCommand(services)
+    app.command(COMMAND)(ack=listener.ack_gpu, lazy=[listener.run_gpu])
