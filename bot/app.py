@@ -8,10 +8,11 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from types import FrameType
+from typing import Any
 
 from slack_bolt import App
 from slack_bolt.adapter.socket_mode import SocketModeHandler
@@ -22,7 +23,8 @@ import handlers
 from bot import settings as settings_module
 from bot.adapters import kube, slack_outbox, slack_render
 from bot.core import notices
-from bot.services import Services, launcher, tracker
+from bot.core.ports import WatchCallback
+from bot.services import Services, launcher, scale_notifier, tracker
 
 logger = logging.getLogger(__name__)
 
@@ -61,12 +63,18 @@ class Bot:
     cluster: kube.KubeCluster
     outbox: slack_outbox.SlackOutbox
     services: Services
+    scales: scale_notifier.ScaleNotifier | None = None
+    """Channel scale-episode messages, when a scale channel is configured."""
 
     def start(self, *, sync_timeout: float = SYNC_TIMEOUT_SECONDS) -> None:
         watcher = self.services.tracker
-        self.cluster.start_informers(
-            on_pod=watcher.on_pod, on_event=watcher.on_event, on_node=watcher.on_node
-        )
+        on_event: WatchCallback = watcher.on_event
+        on_node: WatchCallback = watcher.on_node
+        if self.scales is not None:
+            self.scales.seed(self.cluster.list_nodes())
+            on_event = fan_out(watcher.on_event, self.scales.on_event)
+            on_node = fan_out(watcher.on_node, self.scales.on_node)
+        self.cluster.start_informers(on_pod=watcher.on_pod, on_event=on_event, on_node=on_node)
         if not self.cluster.wait_synced(sync_timeout):
             logger.warning(
                 "informers not synced after %.0f s; resuming threads with what is known", sync_timeout
@@ -76,6 +84,16 @@ class Bot:
     def stop(self) -> None:
         self.cluster.stop()
         self.outbox.stop()
+
+
+def fan_out(*callbacks: WatchCallback) -> WatchCallback:
+    """One informer, several listeners: each gets every change, in order."""
+
+    def deliver(change: str, obj: Mapping[str, Any]) -> None:
+        for callback in callbacks:
+            callback(change, obj)
+
+    return deliver
 
 
 def connect_cluster(settings: settings_module.Settings) -> kube.KubeCluster:
@@ -115,7 +133,16 @@ def build(
         signing_secret=slack.signing_secret or None,
     )
     handlers.register(app, services)
-    return Bot(app=app, cluster=cluster, outbox=outbox, services=services)
+    scales = None
+    if slack.scale_channel:
+        scales = scale_notifier.ScaleNotifier(
+            chat,
+            slack.scale_channel,
+            prices=catalog.profiles.values(),
+            clock=clock,
+            find_workload=cluster.get_workload,
+        )
+    return Bot(app=app, cluster=cluster, outbox=outbox, services=services, scales=scales)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

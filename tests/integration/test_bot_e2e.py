@@ -7,6 +7,7 @@ activity (or the sim's state checked on it), never on fixed sleeps.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -302,3 +303,21 @@ def test_restart_mid_provisioning_resumes_the_thread(
 
 def test_the_release_button_id_matches_the_renderer() -> None:
     assert actions.RELEASE_ACTION == slack_render.RELEASE_ACTION
+
+
+def test_the_scale_channel_gets_one_message_per_episode(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path
+) -> None:
+    base = bot_settings(sim, slack, tmp_path)
+    config = dataclasses.replace(base, slack=dataclasses.replace(base.slack, scale_channel="C_OPS"))
+    with running_bot(config, slack):
+        run_and_wait_for_thread(sim, slack)
+        advance_until(sim, slack, step_reached(slack, "Running"))
+        slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
+        advance_until(
+            sim, slack, lambda: any("back at 0" in m["text"] for m in roots(slack, "C_OPS")), limit=1800
+        )
+    (episode,) = roots(slack, "C_OPS")
+    texts = [r["text"] for r in episode["revisions"]] + [episode["text"]]
+    assert any("scaling up" in t for t in texts), texts
+    assert "back at 0" in texts[-1]
