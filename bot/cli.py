@@ -39,23 +39,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-gpu-pool", action="store_true", help="leave the GPU pool to be created via GKE API"
     )
     sim_cmd.add_argument("--state-dir", type=Path, default=None, help="keep the cluster across restarts here")
-    demo = sub.add_parser("demo", help="play the seed scenario on the embedded cluster and narrate it")
-    demo.add_argument("--speed", type=float, default=60.0)
+    demo = sub.add_parser(
+        "demo", help="play the story with the bot on the embedded cluster and Slack emulator"
+    )
+    demo.add_argument(
+        "--cluster", action="store_true", help="instead, narrate the seed tutorial on the cluster alone"
+    )
+    demo.add_argument(
+        "--speed", type=float, default=60.0, help="with --cluster: simulated seconds per second"
+    )
     sub.add_parser("serve", help="run the bot against Slack and the cluster its environment names")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    quiet = args.command == "demo"  # the demo's narration is its output; logs would drown it
+    quiet = args.command == "demo"  # the demo's transcript is its output; logs would drown it
     logging.basicConfig(
         level=logging.WARNING if quiet else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if args.command == "sim":
         return asyncio.run(run_sim(args))
-    if args.command == "demo":
+    if args.command == "demo" and args.cluster:
         return seed.run_demo(speed=args.speed, out=sys.stdout)
+    if args.command == "demo":
+        from bot import cli_demo  # the bot's Slack and Kubernetes clients, needed by this command only
+
+        return cli_demo.play_story(sys.stdout)
     if args.command == "serve":
         from bot import app  # only `serve` needs Slack and Kubernetes clients
 

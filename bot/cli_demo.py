@@ -1,0 +1,275 @@
+"""`gpubot demo`: the real bot on the embedded cluster and Slack emulator, playing the story users live.
+
+Part of the CLI family, so (like `bot.cli`) it may start both the product and the simulator. The sim runs
+a manual clock the story moves in small steps, waiting for the bot to answer after each, so the episode is
+the same every run and an hour of simulated time takes seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+from bot import app, settings
+from sim.cluster import world
+from sim.slack import render
+from sim.slack.emulator import SlackConfig
+from sim.slack.ratelimits import RateLimitConfig
+from sim.slack.runner import BackgroundSlack
+from sim.slack.transcript import Json
+
+WALL_STAMP = re.compile(r"^\[\d\d:\d\d:\d\d\] ")
+"""The emulator stamps messages with wall time; the live transcript shows the sim's time instead."""
+
+CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+RUN = f"run {CUDA} -- sleep 3600"
+USERS_CHANNEL, OPS_CHANNEL = "C_GPU", "C_OPS"
+POOL = "gpu-pool"
+NAMES = {"U_ALICE": "alice", "U_BOB": "bob"}
+BOT_WAIT = 10.0
+"""Real seconds to wait for the bot to answer something it must answer; reached only when broken."""
+QUIET = 0.15
+"""Real seconds without a sought change after a clock step before the story moves the clock again."""
+LOOPBACK_UNSAFE_ENV = (
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+)
+"""The Slack SDK sends even loopback calls through a proxy, and Bolt prefers tokens from the environment."""
+
+
+class LiveTranscript:
+    """Prints each message and ephemeral once when it appears, and its latest revision whenever it changes."""
+
+    def __init__(self, sim: world.BackgroundWorld, slack: BackgroundSlack, out: TextIO) -> None:
+        self.sim, self.slack, self.out = sim, slack, out
+        self.shown: dict[tuple[str, ...], list[str]] = {}
+
+    def say(self, text: str) -> None:
+        print(f"{self.stamp()} ** {text}", file=self.out, flush=True)
+
+    def stamp(self) -> str:
+        seconds = int(self.sim.world.clock.now())
+        return f"[sim +{seconds // 60:02d}:{seconds % 60:02d}]"
+
+    def refresh(self) -> None:
+        """Print what is new or changed since the last refresh (users' own typing is narrated by `say`)."""
+        snapshot = self.slack.transcript()
+        names = {user["id"]: user["name"] for user in snapshot.get("users", [])}
+        for channel in snapshot.get("channels", []):
+            where = "#" + str(channel["name"])
+            owners = {
+                m["ts"]: owner_of(m, names) for m in channel.get("messages", []) if not m.get("thread_ts")
+            }
+            for message in channel.get("messages", []):
+                owner = owners.get(message.get("thread_ts", ""))
+                place = f"{where} ↳ {owner} thread" if owner is not None else where
+                lines = render_one(snapshot, channel, messages=[message])
+                self._show(("message", channel["id"], message["ts"]), place, lines)
+            for ephemeral in snapshot.get("ephemerals", []):
+                if ephemeral["channel"] == channel["id"]:
+                    lines = render_one(snapshot, channel, ephemerals=[ephemeral])
+                    self._show(("ephemeral", ephemeral["message_ts"], str(ephemeral["user"])), where, lines)
+
+    def _show(self, key: tuple[str, ...], place: str, lines: list[str]) -> None:
+        if not lines or self.shown.get(key) == lines:
+            return
+        marker = "edited" if key in self.shown else "new"
+        self.shown[key] = lines
+        print(f"{self.stamp()} {place} ({marker}) {lines[0]}", file=self.out, flush=True)
+        for line in lines[1:]:
+            print(f"{' ' * 16}{line}", file=self.out, flush=True)
+
+
+def owner_of(root: Json, names: dict[str, str]) -> str:
+    """Whose workload a thread follows, from the first user the root message mentions."""
+    mention = re.search(r"<@(U\w+)>", f"{root.get('text', '')} {root.get('blocks') or ''}")
+    return f"{names.get(mention[1], mention[1])}'s" if mention else "the"
+
+
+def render_one(
+    snapshot: Json, channel: Json, *, messages: list[Json] | None = None, ephemerals: list[Json] | None = None
+) -> list[str]:
+    """One message or ephemeral as the emulator's renderer shows it, minus the channel title and wall time."""
+    alone = {
+        "users": snapshot.get("users", []),
+        "channels": [{**channel, "messages": messages or []}],
+        "ephemerals": ephemerals or [],
+        "actions": [],
+    }
+    lines = [line.strip() for line in render.render_text(alone).splitlines()[1:] if line.strip()]
+    return [WALL_STAMP.sub("", line).replace(" (edited)", "") for line in lines[:1]] + lines[1:]
+
+
+class Story:
+    """The moves of the story: users typing, the clock moving, and waits for what the bot should say."""
+
+    def __init__(
+        self, sim: world.BackgroundWorld, slack: BackgroundSlack, live: LiveTranscript, bot: app.Bot
+    ) -> None:
+        self.sim, self.slack, self.live, self.bot = sim, slack, live, bot
+
+    def type(self, user: str, text: str) -> None:
+        self.live.say(f"{NAMES[user]} types `/gpu {text}` in #gpu-users")
+        self.slack.type_command(user, USERS_CHANNEL, "/gpu", text)
+        self.live.refresh()
+
+    def expect(self, done: Callable[[], Any]) -> Any:
+        """Wait (real time, clock still) for something the bot answers straight away."""
+        found = self.slack.wait_until(done, timeout=BOT_WAIT)
+        self.live.refresh()
+        return found
+
+    def advance_until(self, done: Callable[[], Any], *, step: float = 5, limit: float = 1800) -> Any:
+        """Move the sim clock `step` seconds at a time until `done()` holds, letting the bot catch up."""
+        moved = 0.0
+        while moved <= limit:
+            with contextlib.suppress(TimeoutError):
+                found = self.slack.wait_until(done, timeout=QUIET)
+                self.live.refresh()
+                return found
+            self.live.refresh()
+            self.sim.advance(step, step=1)
+            self.bot.outbox.flush(timeout=BOT_WAIT)  # what the bot queued shows at the time it happened
+            moved += step
+        raise RuntimeError(f"the story stalled: not reached within {limit:g} simulated seconds")
+
+    # -- reading the transcript ---------------------------------------------------------------
+    def roots(self, channel: str = USERS_CHANNEL) -> list[Json]:
+        return [m for m in self.slack.messages(channel) if not m["thread_ts"] and m["bot_id"]]
+
+    def thread_of(self, user: str) -> Json | None:
+        return next((m for m in self.roots() if f"<@{user}>" in m["text"] or user in str(m["blocks"])), None)
+
+    def replies(self, root: Json) -> list[str]:
+        return [m["text"] for m in self.slack.messages(root["channel"]) if m["thread_ts"] == root["ts"]]
+
+    def headline(self, user: str, words: str) -> Callable[[], bool]:
+        def shows() -> bool:
+            root = self.thread_of(user)
+            return root is not None and words in root["text"]
+
+        return shows
+
+    def replied(self, user: str, words: str) -> Callable[[], bool]:
+        def said() -> bool:
+            root = self.thread_of(user)
+            return root is not None and any(words in text for text in self.replies(root))
+
+        return said
+
+    def ephemeral(self, user: str, words: str) -> Callable[[], bool]:
+        return lambda: any(words in e["text"] for e in self.slack.ephemerals(user))
+
+    def ops_says(self, words: str) -> Callable[[], bool]:
+        return lambda: any(words in m["text"] for m in self.roots(OPS_CHANNEL))
+
+    def pool_size(self) -> int:
+        return self.sim.run(lambda: self.sim.world.registry.get(POOL).target_size)
+
+
+def play(story: Story) -> None:
+    """Issue 3 §9: alice runs, the thread walks the steps, status, bob at max size, release, drain to 0."""
+    say = story.live.say
+    say(f"the GPU pool may grow to 1 node for this story, so bob will find it full ({POOL} max 1)")
+    story.sim.run(
+        lambda: story.sim.world.registry.set_autoscaling(POOL, enabled=True, min_size=0, max_size=1)
+    )
+
+    story.type("U_ALICE", RUN)
+    story.expect(lambda: story.thread_of("U_ALICE"))
+    for words in ("Scale-up triggered", "provisioning", "Ready", "Running"):
+        story.advance_until(story.headline("U_ALICE", words))
+    story.expect(story.replied("U_ALICE", "Running"))
+
+    story.type("U_ALICE", "status")
+    story.expect(story.ephemeral("U_ALICE", "Your workloads"))
+
+    story.type("U_BOB", RUN)
+    story.expect(lambda: story.thread_of("U_BOB"))
+    story.advance_until(story.replied("U_BOB", "maximum size"))
+    say("bob's pod waits: the pool is at its maximum, and his thread says why and what he can do")
+
+    story.type("U_ALICE", "release all")
+    story.expect(story.ephemeral("U_ALICE", "Released"))
+    story.advance_until(story.headline("U_ALICE", "Released"))
+    say("alice's GPU is free, so bob's pending pod gets her node")
+    story.advance_until(story.headline("U_BOB", "Running"))
+
+    story.type("U_BOB", "release all")
+    story.expect(story.ephemeral("U_BOB", "Released"))
+    say("nothing holds a GPU now; the autoscaler removes the idle node after its scale-down delay")
+    story.advance_until(lambda: story.pool_size() == 0 and story.ops_says("back at 0"), step=15, limit=3600)
+    say(f"{POOL} is back at 0 nodes; the #gpu-ops message closes the episode")
+
+
+def play_story(out: TextIO) -> int:
+    """Start the sim, the Slack emulator and the bot in-process, play the story, and stop them all."""
+    with (
+        loopback_environment(),
+        tempfile.TemporaryDirectory(prefix="gpubot-demo-") as tmp,
+        world.BackgroundWorld(world.WorldConfig()) as sim,
+        BackgroundSlack(SlackConfig(rate_limits=RateLimitConfig(enabled=False))) as slack,
+    ):
+        live = LiveTranscript(sim, slack, out)
+        live.say(
+            f"embedded cluster at {sim.url}, Slack emulator at {slack.url}; the clock moves with the story"
+        )
+        config = bot_settings(sim, slack, Path(tmp))
+        with running_bot(config, sim, slack) as bot:
+            play(Story(sim, slack, live, bot))
+        live.refresh()
+    return 0
+
+
+def bot_settings(sim: world.BackgroundWorld, slack: BackgroundSlack, tmp: Path) -> settings.Settings:
+    kubeconfig = tmp / "kubeconfig.yaml"
+    kubeconfig.write_text(yaml.safe_dump(sim.world.kubeconfig()))
+    return settings.Settings(
+        slack=settings.SlackSettings(
+            bot_token=slack.bot_token,
+            app_token=slack.app_token,
+            api_base_url=slack.api_url,
+            scale_channel=OPS_CHANNEL,
+        ),
+        cluster=settings.ClusterSettings(kubeconfig=str(kubeconfig)),
+        quota=settings.QuotaSettings(admins=frozenset({"U_ADMIN"})),
+    )
+
+
+@contextlib.contextmanager
+def running_bot(
+    config: settings.Settings, sim: world.BackgroundWorld, slack: BackgroundSlack
+) -> Iterator[app.Bot]:
+    """The real bot: informers synced, one Socket Mode connection; its clock is the sim's, so times agree."""
+    bot = app.build(config, clock=sim.world.clock.datetime)
+    bot.start(sync_timeout=BOT_WAIT)
+    handler = SocketModeHandler(bot.app, config.slack.app_token)
+    handler.connect()  # type: ignore[no-untyped-call]
+    slack.wait_for_connections(1, timeout=BOT_WAIT)
+    try:
+        yield bot
+    finally:
+        handler.close()  # type: ignore[no-untyped-call]
+        bot.stop()
+
+
+@contextlib.contextmanager
+def loopback_environment() -> Iterator[None]:
+    saved = {name: os.environ.pop(name) for name in LOOPBACK_UNSAFE_ENV if name in os.environ}
+    os.environ.setdefault("SKIP_SLACK_SDK_WARNING", "1")  # the SDK's stderr notice would break the transcript
+    try:
+        yield
+    finally:
+        os.environ.update(saved)

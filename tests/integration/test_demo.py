@@ -1,0 +1,43 @@
+"""`gpubot demo` plays the whole story with the real bot, and its live transcript shows each beat."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from bot import cli_demo
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo drops these itself; the fixture keeps the test's environment as it found it."""
+    for name in cli_demo.LOOPBACK_UNSAFE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SKIP_SLACK_SDK_WARNING", "1")
+
+
+def test_the_story_plays_through_with_the_bot() -> None:
+    out = io.StringIO()
+    assert cli_demo.play_story(out) == 0
+    text = out.getvalue()
+    beats = [
+        "alice types `/gpu run nvidia/cuda:12.4.1-base-ubuntu22.04 -- sleep 3600`",
+        "*Running on gke-",
+        "alice types `/gpu status`",
+        "Your workloads",
+        "bob types `/gpu run nvidia/cuda:12.4.1-base-ubuntu22.04 -- sleep 3600`",
+        "the GPU pool is at its maximum size, so no new node can be added. Fix: wait for a GPU to free up",
+        "alice types `/gpu release all`",
+        "Released `gpu-u-alice-",
+        "*Released: the pod is deleted and its GPU is back in the pool*",
+        "*gpu-pool* · back at 0 nodes",
+    ]
+    positions = [text.find(beat) for beat in beats]
+    assert -1 not in positions, [b for b, p in zip(beats, positions, strict=True) if p == -1]
+    assert positions == sorted(positions), text
+    bobs_thread = (
+        r"^\[sim \+\d\d:\d\d\] #gpu-users ↳ bob's thread \(new\) gpubot:\n +\| :warning: the GPU pool"
+    )
+    assert re.search(bobs_thread, text, re.MULTILINE), text
