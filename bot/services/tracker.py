@@ -182,10 +182,15 @@ class Tracker:
 
 
 def _remember(thread: status.Thread, milestones: list[lifecycle.Milestone]) -> status.Thread:
-    """Keep each milestone's words: step texts for the checklist, the latest problem, the outcome."""
+    """Keep each milestone's words: step texts for the checklist, the latest problem, the outcome.
+
+    A problem describes the step the workload is stuck at, so a new step (not a late one) clears it.
+    """
     for milestone in milestones:
         if milestone.step is not None:
             thread = replace(thread, texts=(*thread.texts, (milestone.step, milestone.text)))
+            if not milestone.late:
+                thread = replace(thread, problem=None)
         if milestone.problem is not None:
             thread = replace(thread, problem=milestone.problem)
         if milestone.outcome is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -321,3 +322,33 @@ def test_the_scale_channel_gets_one_message_per_episode(
     texts = [r["text"] for r in episode["revisions"]] + [episode["text"]]
     assert any("scaling up" in t for t in texts), texts
     assert "back at 0" in texts[-1]
+
+
+def test_a_problem_clears_once_the_workload_moves_on(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+) -> None:
+    """Bob waits at a full pool; once alice releases and bob is scheduled, his thread drops the warning."""
+    sim.run(lambda: sim.world.registry.set_autoscaling("gpu-pool", enabled=True, min_size=0, max_size=1))
+    run_and_wait_for_thread(sim, slack)
+    advance_until(sim, slack, step_reached(slack, "Running"))
+    slack.type_command("U_BOB", "C_GPU", "/gpu", RUN)
+
+    def bobs_root() -> Json | None:
+        return next((m for m in roots(slack) if "<@U_BOB>" in json.dumps(m["blocks"])), None)
+
+    def has_problem(message: Json | None) -> bool:
+        return message is not None and any(b.get("block_id") == "gpubot_problem" for b in message["blocks"])
+
+    advance_until(sim, slack, lambda: has_problem(bobs_root()))
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
+    advance_until(
+        sim,
+        slack,
+        lambda: (
+            ((root := bobs_root()) is not None
+            and "Scheduled on" in root["text"])
+            or "Running" in (root or {}).get("text", "")
+        ),
+        limit=1800,
+    )
+    assert not has_problem(bobs_root())
