@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
+from bot import cli_demo
 from sim.cluster import world
 
 
@@ -31,3 +32,11 @@ def api_client(sim: world.BackgroundWorld) -> Iterator[client.ApiClient]:
 @pytest.fixture
 def core(api_client: client.ApiClient) -> client.CoreV1Api:
     return client.CoreV1Api(api_client)
+
+
+@pytest.fixture
+def slack_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """WebClient adopts proxy variables even for loopback, and Bolt prefers SLACK_* tokens from the env."""
+    for name in cli_demo.LOOPBACK_UNSAFE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SKIP_SLACK_SDK_WARNING", "1")

@@ -34,19 +34,7 @@ WAIT = 10.0
 Json = dict[str, Any]
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """WebClient adopts proxy variables for loopback too, and Bolt reads SLACK_* tokens from the env."""
-    for name in (
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "SLACK_BOT_TOKEN",
-        "SLACK_APP_TOKEN",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SKIP_SLACK_SDK_WARNING", "1")
+pytestmark = pytest.mark.usefixtures("slack_env")
 
 
 @pytest.fixture
@@ -345,8 +333,7 @@ def test_a_problem_clears_once_the_workload_moves_on(
         sim,
         slack,
         lambda: (
-            ((root := bobs_root()) is not None
-            and "Scheduled on" in root["text"])
+            ((root := bobs_root()) is not None and "Scheduled on" in root["text"])
             or "Running" in (root or {}).get("text", "")
         ),
         limit=1800,

@@ -9,13 +9,7 @@ import pytest
 
 from bot import cli_demo
 
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The demo drops these itself; the fixture keeps the test's environment as it found it."""
-    for name in cli_demo.LOOPBACK_UNSAFE_ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SKIP_SLACK_SDK_WARNING", "1")
+pytestmark = pytest.mark.usefixtures("slack_env")
 
 
 def test_the_story_plays_through_with_the_bot() -> None:

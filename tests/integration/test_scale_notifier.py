@@ -35,11 +35,7 @@ BOB = models.Owner(user_id="U02BOB", user_name="bob")
 T4 = settings.load_profile_catalog(settings.BUILTIN_PROFILES_YAML).profiles["t4"]
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """WebClient adopts proxy variables even for loopback."""
-    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("slack_env")
 
 
 @pytest.fixture

@@ -29,12 +29,7 @@ FAST = slack_outbox.OutboxSettings(
 """Pacing out of the way, for tests about faults rather than limits."""
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """WebClient adopts proxy variables even for loopback."""
-    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SKIP_SLACK_SDK_WARNING", "1")  # the no_text refusal test omits text on purpose
+pytestmark = pytest.mark.usefixtures("slack_env")
 
 
 @pytest.fixture

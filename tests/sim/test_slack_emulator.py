@@ -41,19 +41,7 @@ BUTTONS: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """WebClient adopts proxy variables for loopback too, and Bolt reads SLACK_* tokens from the env."""
-    for name in (
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "SLACK_BOT_TOKEN",
-        "SLACK_APP_TOKEN",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SKIP_SLACK_SDK_WARNING", "1")
+pytestmark = pytest.mark.usefixtures("slack_env")
 
 
 def start(**config: Any) -> BackgroundSlack:
