@@ -61,6 +61,10 @@ class Clock:
     def to_datetime(self, seconds: float) -> dt.datetime:
         return self.epoch + dt.timedelta(seconds=seconds)
 
+    def from_stamp(self, stamp: str) -> float:
+        """Simulated seconds for an RFC 3339 timestamp as the API server stores it (`...Z`)."""
+        return self.from_datetime(dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")))
+
     def from_datetime(self, moment: dt.datetime) -> float:
         return (moment - self.epoch).total_seconds()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import yaml
 
@@ -83,7 +82,7 @@ class Autoscaler:
             condition = unschedulable_condition(pod)
             if pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp") or condition is None:
                 continue
-            created = self.store.clock.from_datetime(_parse(pod["metadata"]["creationTimestamp"]))
+            created = self.store.clock.from_stamp(pod["metadata"]["creationTimestamp"])
             buffer = (
                 self.timings.gpu_pod_buffer
                 if fit.pod_requests(pod).get(nodes.GPU)
@@ -427,10 +426,7 @@ def _counts(members: list[Obj], instances: list[nodes.Instance], clock: Clock) -
     for node in members:
         if nodes.is_ready(node) and not nodes.has_unready_gpu(node):
             ready += 1
-        elif (
-            clock.now() - clock.from_datetime(_parse(node["metadata"]["creationTimestamp"]))
-            < MAX_NODE_STARTUP_TIME
-        ):
+        elif clock.now() - clock.from_stamp(node["metadata"]["creationTimestamp"]) < MAX_NODE_STARTUP_TIME:
             not_started += 1
         else:
             unready += 1
@@ -451,7 +447,3 @@ def _counts(members: list[Obj], instances: list[nodes.Instance], clock: Clock) -
 
 def _is_daemon(pod: Obj) -> bool:
     return any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or [])
-
-
-def _parse(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))

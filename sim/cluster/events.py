@@ -55,13 +55,6 @@ def from_events_v1(v1: Obj) -> Obj:
     return out
 
 
-def field_path_to_core(path: str) -> str:
-    """Field selectors on events.k8s.io/v1 name v1 fields; the store filters on core/v1 ones."""
-    head, _, rest = path.partition(".")
-    core = _V1_TO_CORE.get(head, head)
-    return f"{core}.{rest}" if rest else core
-
-
 def reference(obj: Obj) -> Obj:
     meta = obj["metadata"]
     ref = {

@@ -15,7 +15,6 @@ import logging
 import re
 import shlex
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from sim.cluster import events, messages
@@ -327,7 +326,7 @@ class Kubelets:
         first = behaviour(pod["spec"]["containers"][0])
         if first.runs_for is None:
             return
-        started = self.clock.from_datetime(_parse_time(_started_at(pod)))
+        started = self.clock.from_stamp(_started_at(pod))
         left = max(started + first.runs_for - self.clock.now(), 0.0)
         self._later(run, left, lambda: self._exited(pod, first.exit_code))
 
@@ -489,10 +488,6 @@ def _started_at(pod: Obj) -> str:
         if started:
             return str(started)
     return rfc3339_unknown()
-
-
-def _parse_time(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 def rfc3339_unknown() -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime
 
 from sim.cluster import events, fit, messages
 from sim.cluster.config import Timings
@@ -108,7 +107,7 @@ class Scheduler:
         probed = condition.get("lastProbeTime") or condition.get("lastTransitionTime")
         if not probed:
             return False
-        seconds = self.clock.from_datetime(datetime.fromisoformat(probed.replace("Z", "+00:00")))
+        seconds = self.clock.from_stamp(probed)
         return self.clock.now() - seconds < self.timings.scheduler_retry
 
     def _mark_unschedulable(self, pod: Obj, message: str) -> None:
