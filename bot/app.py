@@ -7,22 +7,25 @@ from __future__ import annotations
 
 import logging
 import signal
+import socketserver
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import FrameType
 from typing import Any
+from wsgiref import simple_server
 
+from apscheduler.schedulers.background import BackgroundScheduler
 from slack_bolt import App
 from slack_bolt.adapter.socket_mode import SocketModeHandler
-from slack_bolt.app.app import SlackAppDevelopmentServer
+from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk import WebClient
 
 import handlers
 from bot import settings as settings_module
-from bot.adapters import kube, slack_outbox, slack_render
-from bot.core import notices
+from bot.adapters import kube, leader, slack_outbox, slack_render, store
+from bot.core import notices, ports
 from bot.core.ports import WatchCallback
 from bot.services import Services, launcher, scale_notifier, tracker
 
@@ -30,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 SYNC_TIMEOUT_SECONDS = 30.0
 """How long start-up waits for the informers' initial lists before resuming threads with what it has."""
+TICK_SECONDS = 15.0
+"""How often timers look for what no watch reports (a node far later than usual)."""
 
 
 class OutboxChat:
@@ -63,8 +68,17 @@ class Bot:
     cluster: kube.KubeCluster
     outbox: slack_outbox.SlackOutbox
     services: Services
+    store: ports.Store
     scales: scale_notifier.ScaleNotifier | None = None
     """Channel scale-episode messages, when a scale channel is configured."""
+    elector: leader.LeaderElector | None = None
+    """With several replicas, only the Lease holder speaks in threads and channels and runs timers."""
+    tick_seconds: float = TICK_SECONDS
+    scheduler: BackgroundScheduler = field(default_factory=lambda: BackgroundScheduler(timezone="UTC"))
+
+    @property
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.is_leader
 
     def start(self, *, sync_timeout: float = SYNC_TIMEOUT_SECONDS) -> None:
         watcher = self.services.tracker
@@ -79,11 +93,44 @@ class Bot:
             logger.warning(
                 "informers not synced after %.0f s; resuming threads with what is known", sync_timeout
             )
-        logger.info("resumed %s workload threads", watcher.go_live())
+        if self.elector is None:
+            self.lead()
+        else:
+            self.elector.start()
+        self.scheduler.add_job(self.tick, "interval", seconds=self.tick_seconds, id="tick", coalesce=True)
+        self.scheduler.start()
+
+    def lead(self) -> None:
+        """This replica speaks from now on: every thread and open episode is brought up to date."""
+        logger.info("leading: resumed %s workload threads", self.services.tracker.go_live())
+        if self.scales is not None:
+            self.scales.go_live()
+
+    def follow(self) -> None:
+        """Another replica leads: keep watching, say nothing."""
+        logger.info("following: another replica holds the lease")
+        self.services.tracker.pause()
+        if self.scales is not None:
+            self.scales.pause()
+
+    def tick(self) -> None:
+        if not self.leading:
+            return
+        try:
+            self.services.tracker.tick()
+        except Exception:  # a timer must survive one bad round; the next tick tries again
+            logger.exception("tick failed")
 
     def stop(self) -> None:
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=True)
+        if self.elector is not None:
+            self.elector.stop()  # releases the Lease, so a successor need not wait for it to expire
         self.cluster.stop()
         self.outbox.stop()
+        close = getattr(self.store, "close", None)
+        if close is not None:
+            close()
 
 
 def fan_out(*callbacks: WatchCallback) -> WatchCallback:
@@ -111,11 +158,13 @@ def build(
     *,
     cluster: kube.KubeCluster | None = None,
     clock: Callable[[], datetime] = tracker.wall_clock,
+    tick_seconds: float = TICK_SECONDS,
 ) -> Bot:
     """Wire one bot; nothing runs until `Bot.start` (informers) and a Socket Mode or HTTP handler (Slack)."""
     slack = settings.slack
     catalog = settings_module.read_profile_catalog(settings)
     cluster = cluster or connect_cluster(settings)
+    kept = store.open_store(settings.redis.url, prefix=settings.redis.key_prefix)
     outbox = slack_outbox.SlackOutbox(slack_outbox.make_client(slack.bot_token, base_url=slack.api_base_url))
     chat = OutboxChat(outbox)
     launch = launcher.LaunchSettings(
@@ -126,7 +175,8 @@ def build(
     )
     services = Services(
         launcher=launcher.Launcher(cluster, chat, launch, clock=clock),
-        tracker=tracker.Tracker(chat, clock=clock),
+        tracker=tracker.Tracker(chat, clock=clock, store=kept),
+        store=kept,
     )
     app = App(
         client=WebClient(token=slack.bot_token, base_url=slack.api_base_url),
@@ -141,8 +191,49 @@ def build(
             prices=catalog.profiles.values(),
             clock=clock,
             find_workload=cluster.get_workload,
+            store=kept,
+            live=False,
         )
-    return Bot(app=app, cluster=cluster, outbox=outbox, services=services, scales=scales)
+    bot = Bot(
+        app=app,
+        cluster=cluster,
+        outbox=outbox,
+        services=services,
+        store=kept,
+        scales=scales,
+        tick_seconds=tick_seconds,
+    )
+    if settings.leader.enabled:
+        bot.elector = leader.LeaderElector(
+            cluster.api,
+            namespace=cluster.namespace,
+            settings=settings.leader,
+            on_started_leading=bot.lead,
+            on_stopped_leading=bot.follow,
+        )  # the Lease is between replicas, so it keeps real time even when the bot's clock is a sim's
+    return bot
+
+
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
+    daemon_threads = True
+    """A request still in flight must not hold up shutdown."""
+
+
+class _QuietRequestHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("http %s: %s", self.address_string(), format % args)
+
+
+def make_http_server(app: App, *, port: int, path: str, host: str = "0.0.0.0") -> simple_server.WSGIServer:
+    """HTTP mode: Bolt's WSGI adapter on a threaded stdlib server; `serve_forever()` runs it and
+    `shutdown()` stops it, which Bolt's SlackAppDevelopmentServer cannot. Port 0 picks a free port."""
+    return simple_server.make_server(
+        host,
+        port,
+        SlackRequestHandler(app, path),
+        server_class=_ThreadingWSGIServer,
+        handler_class=_QuietRequestHandler,
+    )
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -158,9 +249,12 @@ def serve(settings: settings_module.Settings) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         if settings.slack.mode == "http":
-            SlackAppDevelopmentServer(
-                port=settings.slack.http_port, path=settings.slack.http_path, app=bot.app
-            ).start()
+            server = make_http_server(bot.app, port=settings.slack.http_port, path=settings.slack.http_path)
+            logger.info("serving Slack requests at :%s%s", server.server_port, settings.slack.http_path)
+            try:
+                server.serve_forever()
+            finally:
+                server.server_close()
         else:
             handler = SocketModeHandler(bot.app, settings.slack.app_token)
             handler.connect()  # type: ignore[no-untyped-call]

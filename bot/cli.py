@@ -42,11 +42,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser(
         "demo", help="play the story with the bot on the embedded cluster and Slack emulator"
     )
-    demo.add_argument(
+    mode = demo.add_mutually_exclusive_group()
+    mode.add_argument(
         "--cluster", action="store_true", help="instead, narrate the seed tutorial on the cluster alone"
     )
     demo.add_argument(
         "--speed", type=float, default=60.0, help="with --cluster: simulated seconds per second"
+    )
+    mode.add_argument(
+        "--interactive",
+        action="store_true",
+        help="instead, type the /gpu commands, press the buttons and move the clock yourself",
     )
     sub.add_parser("serve", help="run the bot against Slack and the cluster its environment names")
     return parser
@@ -63,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(run_sim(args))
     if args.command == "demo" and args.cluster:
         return seed.run_demo(speed=args.speed, out=sys.stdout)
+    if args.command == "demo" and args.interactive:
+        from bot import cli_interactive  # like the story, needs the bot's Slack and Kubernetes clients
+
+        return cli_interactive.play_interactive(sys.stdin, sys.stdout)
     if args.command == "demo":
         from bot import cli_demo  # the bot's Slack and Kubernetes clients, needed by this command only
 

@@ -19,6 +19,7 @@ import yaml
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 
 from bot import app, settings
+from bot.adapters import store
 from sim.cluster import world
 from sim.slack import render
 from sim.slack.emulator import SlackConfig
@@ -33,7 +34,7 @@ CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 RUN = f"run {CUDA} -- sleep 3600"
 USERS_CHANNEL, OPS_CHANNEL = "C_GPU", "C_OPS"
 POOL = "gpu-pool"
-NAMES = {"U_ALICE": "alice", "U_BOB": "bob"}
+NAMES = {"U_ALICE": "alice", "U_BOB": "bob", "U_ADMIN": "admin"}
 BOT_WAIT = 10.0
 """Real seconds to wait for the bot to answer something it must answer; reached only when broken."""
 QUIET = 0.15
@@ -216,24 +217,36 @@ def play(story: Story) -> None:
 
 def play_story(out: TextIO) -> int:
     """Start the sim, the Slack emulator and the bot in-process, play the story, and stop them all."""
+    with demo_environment(out) as story:
+        play(story)
+    return 0
+
+
+@contextlib.contextmanager
+def demo_environment(out: TextIO, *, clock_note: str = "the clock moves with the story") -> Iterator[Story]:
+    """The sim, the Slack emulator and the real bot, in-process; every demo mode plays on this one setup."""
     with (
         loopback_environment(),
         tempfile.TemporaryDirectory(prefix="gpubot-demo-") as tmp,
         world.BackgroundWorld(world.WorldConfig()) as sim,
         BackgroundSlack(SlackConfig(rate_limits=RateLimitConfig(enabled=False))) as slack,
+        store.private_redis_server() as redis_url,
     ):
         live = LiveTranscript(sim, slack, out)
-        live.say(
-            f"embedded cluster at {sim.url}, Slack emulator at {slack.url}; the clock moves with the story"
-        )
-        config = bot_settings(sim, slack, Path(tmp))
+        live.say(f"embedded cluster at {sim.url}, Slack emulator at {slack.url}; {clock_note}")
+        if redis_url is None:
+            live.say("redis-server is not installed, so the bot keeps its Redis state in this process")
+        else:
+            live.say(f"a private Redis at {redis_url}")
+        config = bot_settings(sim, slack, Path(tmp), redis_url or store.MEMORY_URL)
         with running_bot(config, sim, slack) as bot:
-            play(Story(sim, slack, live, bot))
+            yield Story(sim, slack, live, bot)
         live.refresh()
-    return 0
 
 
-def bot_settings(sim: world.BackgroundWorld, slack: BackgroundSlack, tmp: Path) -> settings.Settings:
+def bot_settings(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp: Path, redis_url: str
+) -> settings.Settings:
     kubeconfig = tmp / "kubeconfig.yaml"
     kubeconfig.write_text(yaml.safe_dump(sim.world.kubeconfig()))
     return settings.Settings(
@@ -245,6 +258,7 @@ def bot_settings(sim: world.BackgroundWorld, slack: BackgroundSlack, tmp: Path) 
         ),
         cluster=settings.ClusterSettings(kubeconfig=str(kubeconfig)),
         quota=settings.QuotaSettings(admins=frozenset({"U_ADMIN"})),
+        redis=settings.RedisSettings(url=redis_url),
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import socket
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -92,6 +93,27 @@ class ProfileSettings:
     """Overrides the file's `default:`."""
 
 
+def default_identity() -> str:
+    """hostname-pid: unique per replica even when two share a host (client-go examples use the hostname)."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class LeaderSettings:
+    enabled: bool = True
+    """Off only for a lone replica that should speak without a Lease (GPUBOT_LEADER_ELECTION=false)."""
+    lease_name: str = "gpubot-leader"
+    """The coordination.k8s.io/v1 Lease the replicas compete for, in the bot's namespace."""
+    identity: str = field(default_factory=default_identity)
+    """This replica in `holderIdentity`: the pod name (POD_NAME from the downward API), else hostname-pid."""
+    lease_duration_seconds: int = 15
+    """How long after the last renewal the others wait before taking over (client-go's usual 15 s)."""
+    renew_deadline_seconds: float = 10.0
+    """A leader that could not renew for this long steps down; shorter than the lease, so it stops first."""
+    retry_period_seconds: float = 2.0
+    """Between a candidate's tries, and between a leader's renewals."""
+
+
 @dataclass(frozen=True)
 class Settings:
     slack: SlackSettings
@@ -100,6 +122,7 @@ class Settings:
     reaper: ReaperSettings = ReaperSettings()
     quota: QuotaSettings = QuotaSettings()
     profiles: ProfileSettings = ProfileSettings()
+    leader: LeaderSettings = field(default_factory=LeaderSettings)
     log_level: str = "INFO"
     log_json: bool = False
 
@@ -140,6 +163,7 @@ class Settings:
             "reaper": vars(self.reaper).copy(),
             "quota": {"max_gpus_per_user": self.quota.max_gpus_per_user, "admins": sorted(self.quota.admins)},
             "profiles": vars(self.profiles).copy(),
+            "leader": vars(self.leader).copy(),
             "log_level": self.log_level,
             "log_json": self.log_json,
         }
@@ -282,6 +306,17 @@ def _read_quota(env: _EnvReader) -> QuotaSettings:
     )
 
 
+def _read_leader(env: _EnvReader) -> LeaderSettings:
+    name = env.text("GPUBOT_LEADER_LEASE", "gpubot-leader")
+    if len(name) > 253 or not all(labels.is_dns1123_label(part) for part in name.split(".")):
+        env.problems.append(f"GPUBOT_LEADER_LEASE={name!r}: not a valid Lease name (like gpubot-leader)")
+    return LeaderSettings(
+        enabled=env.flag("GPUBOT_LEADER_ELECTION", True),
+        lease_name=name,
+        identity=env.text("POD_NAME") or default_identity(),
+    )
+
+
 def _read_settings(env: _EnvReader) -> Settings:
     log_level = env.text("LOG_LEVEL", "INFO").upper()
     if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
@@ -298,6 +333,7 @@ def _read_settings(env: _EnvReader) -> Settings:
         profiles=ProfileSettings(
             profiles_file=env.text("GPUBOT_PROFILES_FILE"), default_profile=env.text("GPUBOT_DEFAULT_PROFILE")
         ),
+        leader=_read_leader(env),
         log_level=log_level,
         log_json=env.text("LOG_FORMAT", "text").lower() == "json",
     )

@@ -27,6 +27,8 @@ class ReleaseButton:
         ack()
 
     def run_release(self, body: dict[str, Any]) -> None:
+        if not self.services.first_delivery(str(body.get("trigger_id", ""))):
+            return
         value, user, channel = clicked(body)
         self.services.launcher.release_key(value, user, channel)
 

@@ -52,6 +52,8 @@ class GpuCommand:
             ack()
 
     def run_gpu(self, command: dict[str, Any]) -> None:
+        if not self.services.first_delivery(str(command.get("trigger_id", ""))):
+            return
         parsed = commands.parse_gpu_command(str(command.get("text", "")))
         if isinstance(parsed, models.RunRequest | models.StatusRequest | models.ReleaseRequest):
             self.services.launcher.handle(parsed, owner_of(command), str(command.get("channel_id", "")))

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import redis
 from kubernetes import client
 
 from bot import cli_demo
+from bot.adapters import store
 from sim.cluster import world
 
 
@@ -40,3 +42,20 @@ def slack_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in cli_demo.LOOPBACK_UNSAFE_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SKIP_SLACK_SDK_WARNING", "1")
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[str]:
+    """A private redis-server on a Unix socket for the whole run, so no test touches the machine's."""
+    with store.private_redis_server() as url:
+        if url is None:
+            pytest.fail("redis-server is not on PATH; install it (Debian: apt install redis-server)")
+        yield url
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> str:
+    """The private Redis, emptied for each test."""
+    with redis.Redis.from_url(redis_server) as connection:
+        connection.flushdb()
+    return redis_server

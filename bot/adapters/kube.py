@@ -31,6 +31,8 @@ AUTOSCALER_STATUS = ("kube-system", "cluster-autoscaler-status")
 """Where the Cluster Autoscaler publishes its status (`--status-config-map-name`), and the key it uses."""
 AUTOSCALER_STATUS_KEY = "status"
 LIST_PAGE = 500
+MERGE_PATCH = "application/merge-patch+json"
+"""RFC 7386, named explicitly: the v37 client would otherwise label a dict body as a JSON Patch."""
 """Objects per list page: large event lists arrive in chunks instead of one huge response."""
 
 
@@ -407,6 +409,23 @@ class KubeCluster:
         with translated():
             _read_json(self.core.delete_namespaced_pod(name, namespace, _preload_content=False))
         logger.info("deleting pod %s/%s", namespace, name)
+
+    def annotate_pod(
+        self, namespace: str, name: str, annotations: Mapping[str, str], *, resource_version: str = ""
+    ) -> None:
+        metadata: Obj = {"annotations": dict(annotations)}
+        if resource_version:
+            metadata["resourceVersion"] = resource_version  # the API's precondition on a patch
+        with translated():
+            response = self.core.patch_namespaced_pod(
+                name,
+                namespace,
+                {"metadata": metadata},
+                _content_type=MERGE_PATCH,
+                _preload_content=False,
+            )
+            _read_json(response)
+        logger.info("annotated pod %s/%s: %s", namespace, name, ", ".join(sorted(annotations)))
 
     def list_workloads(self, owner: str | None = None) -> list[workloads.Workload]:
         selector = labels.MANAGED_SELECTOR

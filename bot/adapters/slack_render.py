@@ -57,6 +57,8 @@ def render_thread_status(status: notices.ThreadStatus) -> Rendered:
     blocks = [section(summary, block_id="gpubot_summary")]
     if status.steps:
         blocks.append(section("\n".join(step_line(step) for step in status.steps), block_id="gpubot_steps"))
+    if status.note:
+        blocks.append(context([escape(status.note)], block_id="gpubot_note"))
     if status.problem is not None:
         problem = f":warning: *{escape(status.problem.summary)}*\n{escape(status.problem.fix)}"
         blocks.append(section(problem, block_id="gpubot_problem"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -61,6 +62,8 @@ class NodeSeen:
     ready: bool
     gpus: int
     pool: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """The node's labels, to match its pool to a profile's price; no part of the journey compares them."""
 
 
 Observation = PodSeen | EventSeen | NodeSeen
@@ -134,6 +137,13 @@ def _reach(progress: Progress, step: Step, at: datetime, text: str) -> tuple[Pro
         return progress, []
     late = progress.step is not None and progress.step > step
     return replace(progress, reached=(*progress.reached, (step, at))), [Milestone(step, at, text, late=late)]
+
+
+def flag(progress: Progress, at: datetime, problem: explain.Problem) -> tuple[Progress, list[Milestone]]:
+    """A problem seen from outside the watches (a timer): reported once, like the ones events bring."""
+    if progress.outcome is not None:
+        return progress, []
+    return _problem(progress, at, problem)
 
 
 def _problem(progress: Progress, at: datetime, problem: explain.Problem) -> tuple[Progress, list[Milestone]]:

@@ -59,6 +59,8 @@ class ThreadStatus:
     lease_end: str = ""
     """When the lease runs out, already formatted for people, e.g. "16:30 UTC (in 2h)"."""
     buttons: Buttons = Buttons()
+    note: str = ""
+    """A line of context under the steps, e.g. when the node is usually ready."""
 
     @property
     def workload(self) -> str:

@@ -21,6 +21,8 @@ NAME_PREFIX = "gpu"
 OWNER_FRAGMENT_MAX = 24
 SUFFIX_LENGTH = 6
 TERMINATION_GRACE_SECONDS = 30
+AUDIT_RECORDS_KEPT = 20
+"""Audit records one pod keeps (the newest); every record is also in the audit log, so none is lost."""
 
 Manifest = dict[str, Any]
 
@@ -154,16 +156,20 @@ def audit_fields(entry: models.AuditEntry) -> dict[str, str]:
     return {"action": entry.action, "actor": entry.actor, "at": format_time(entry.at), **dict(entry.detail)}
 
 
-def append_audit(existing: str | None, entry: models.AuditEntry) -> str:
-    """Add one record to an audit annotation's JSON list; an unreadable old value is kept, not lost."""
+def append_audit(existing: str | None, entry: models.AuditEntry, *, keep: int = AUDIT_RECORDS_KEPT) -> str:
+    """Add one record to an audit annotation's JSON list, keeping the newest `keep`.
+
+    The bound keeps a long-lived pod under the API's 256 KiB annotation limit; an unreadable old value
+    is kept (clipped) rather than lost.
+    """
     try:
         records = json.loads(existing) if existing else []
     except ValueError:
-        records = [{"unparsed": existing}]
+        records = None
     if not isinstance(records, list):
-        records = [{"unparsed": existing}]
+        records = [{"unparsed": _clip(existing or "")}]
     records.append(audit_fields(entry))
-    return json.dumps(records, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(records[-keep:], separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -181,6 +187,12 @@ def run_audit_entry(
 ) -> models.AuditEntry:
     detail = (("image", request.image), ("gpus", str(request.gpus)), ("profile", profile.name))
     return models.AuditEntry(action="run", actor=owner.user_id, at=now, detail=detail)
+
+
+def release_audit_entry(actor: str, *, owner_id: str, now: datetime) -> models.AuditEntry:
+    """A `/gpu release` (or the Release button): who, when, and whether as the owner or as an admin."""
+    by = "owner" if actor == owner_id else "admin"
+    return models.AuditEntry(action="release", actor=actor, at=now, detail=(("by", by),))
 
 
 def pod_annotations(

@@ -31,6 +31,16 @@ class Cluster(Protocol):
         """Start a graceful deletion; `NotFound` if there is no such pod."""
         ...
 
+    def annotate_pod(
+        self, namespace: str, name: str, annotations: Mapping[str, str], *, resource_version: str = ""
+    ) -> None:
+        """Merge `annotations` into the pod's (other keys stay); `NotFound` if it is gone.
+
+        With `resource_version`, `Conflict` if the pod changed since that version: a read-modify-write of
+        one annotation then never overwrites a concurrent writer's value.
+        """
+        ...
+
     def list_workloads(self, owner: str | None = None) -> list[workloads.Workload]:
         """gpubot's pods, optionally only one Slack user's, sorted by name."""
         ...
@@ -59,4 +69,32 @@ class Cluster(Protocol):
 
     def stop(self) -> None:
         """Stop the informers and wait for their threads; callbacks are not called after this returns."""
+        ...
+
+
+class Store(Protocol):
+    """What gpubot keeps outside Kubernetes: only what can be rebuilt, or is an optimisation.
+
+    Every method fails open (a Redis outage must not stop the bot): `claim` then says True and
+    `samples` says nothing, so the worst case is a duplicate message or a missing ETA, never a lost workload.
+    """
+
+    def claim(self, key: str, ttl_seconds: int) -> bool:
+        """True for the first caller of `key` within `ttl_seconds`, on any replica; False for repeats."""
+        ...
+
+    def add_sample(self, series: str, value: float, *, keep: int) -> None:
+        """Append a measurement, keeping only the newest `keep`."""
+        ...
+
+    def samples(self, series: str) -> list[float]:
+        """A series' measurements, newest first."""
+        ...
+
+    def remember(self, key: str, value: str, ttl_seconds: int) -> None:
+        """Keep a small value for a while (e.g. which Slack message shows an episode)."""
+        ...
+
+    def recall(self, key: str) -> str | None:
+        """A remembered value, or None if there is none (or the store is down)."""
         ...

@@ -48,6 +48,8 @@ class Workload:
     image: str = ""
     created_at: datetime | None = None
     resource_version: str = ""
+    audit: str = ""
+    """The audit annotation as stored (a JSON list), so a release can append to it."""
 
     @property
     def key(self) -> str:
@@ -147,6 +149,7 @@ def from_pod(pod: Body) -> Workload | None:
         image=_text(containers[0].get("image")) if containers else "",
         created_at=_time(metadata.get("creationTimestamp")),
         resource_version=_text(metadata.get("resourceVersion")),
+        audit=_text(notes.get(labels.AUDIT_ANNOTATION)),
     )
 
 
@@ -263,9 +266,13 @@ def event_subject(event: Body) -> EventSubject | None:
     )
 
 
+def node_labels(node: Body) -> dict[str, str]:
+    return {str(k): _text(v) for k, v in _map(_map(node.get("metadata")).get("labels")).items()}
+
+
 def node_pool(node: Body) -> str:
-    node_labels = _map(_map(node.get("metadata")).get("labels"))
-    return next((_text(node_labels.get(key)) for key in POOL_LABELS if node_labels.get(key)), "")
+    found = node_labels(node)
+    return next((found[key] for key in POOL_LABELS if found.get(key)), "")
 
 
 def node_ready(node: Body) -> bool:
@@ -302,4 +309,5 @@ def observe_node(node: Body, *, at: datetime | None = None) -> lifecycle.NodeSee
         ready=node_ready(node),
         gpus=node_gpus(node),
         pool=node_pool(node),
+        labels=node_labels(node),
     )

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.core import ports
 from bot.services import launcher, tracker
+
+DELIVERY_TTL_SECONDS = 3600
+"""Slack redelivers within minutes; an hour of memory per request id is ample and cheap."""
 
 
 @dataclass(frozen=True)
@@ -13,3 +17,10 @@ class Services:
 
     launcher: launcher.Launcher
     tracker: tracker.Tracker
+    store: ports.Store | None = None
+
+    def first_delivery(self, request_id: str) -> bool:
+        """Slack may deliver a request twice (an ack lost, then a redelivery to any replica): act once."""
+        if not request_id or self.store is None:
+            return True
+        return self.store.claim(f"slack-request:{request_id}", DELIVERY_TTL_SECONDS)

@@ -1,8 +1,8 @@
 """Services: `/gpu run`, `/gpu release` and `/gpu status`, the slow half of each command (after the ack).
 
 Each one reads the cluster through the `Cluster` port, asks the core, acts through the port, and tells the
-user through the `Chat` port. Every run and release leaves an audit record: on the pod (run) and as one
-structured log line (both).
+user through the `Chat` port. Every run and release leaves an audit record: on the pod's audit annotation
+and as one structured log line.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.core import errors, models, notices, podspec, ports, quota, workloads
+from bot.core import errors, labels, models, notices, podspec, ports, quota, workloads
 from bot.services import chat, status
 
 logger = logging.getLogger(__name__)
@@ -22,6 +22,8 @@ audit_logger = logging.getLogger("gpubot.audit")
 
 CREATE_ATTEMPTS = 3
 """A create that failed for a transient reason is retried; a retry that meets its own pod gets a Conflict."""
+AUDIT_ATTEMPTS = 3
+"""Tries to append a release to the pod's audit annotation while other writes keep changing the pod."""
 
 
 @dataclass(frozen=True)
@@ -202,9 +204,10 @@ class Launcher:
         return False
 
     def _delete(self, workload: workloads.Workload, actor: str) -> bool:
+        entry = podspec.release_audit_entry(actor, owner_id=workload.owner_id, now=self._clock())
+        self._record_on_pod(workload, entry)
         with contextlib.suppress(errors.NotFound):  # gone already: released all the same
             self._cluster.delete_pod(workload.namespace, workload.name)
-        entry = models.AuditEntry(action="release", actor=actor, at=self._clock())
         log_audit(entry, workload.key)
         if workload.channel and workload.thread_ts:
             by = "its owner" if actor == workload.owner_id else f"admin {actor}"
@@ -212,6 +215,27 @@ class Launcher:
                 workload.channel, workload.thread_ts, notices.Reply(f"Released by {by}; deleting the pod.")
             )
         return True
+
+    def _record_on_pod(self, workload: workloads.Workload, entry: models.AuditEntry) -> None:
+        """Append to the pod's audit annotation, re-reading when another write got in between."""
+        current: workloads.Workload | None = workload
+        for _ in range(AUDIT_ATTEMPTS):
+            if current is None or current.uid != workload.uid:
+                return  # gone already (or replaced by a namesake): nothing of this pod to record on
+            value = podspec.append_audit(current.audit, entry)
+            try:
+                self._cluster.annotate_pod(
+                    current.namespace,
+                    current.name,
+                    {labels.AUDIT_ANNOTATION: value},
+                    resource_version=current.resource_version,
+                )
+                return
+            except errors.NotFound:
+                return
+            except errors.Conflict:
+                current = self._cluster.get_workload(workload.namespace, workload.name)
+        logger.warning("release of %s not recorded on the pod: it kept changing", workload.key)
 
     def _tell(self, channel: str, user: str, text: str) -> None:
         self._chat.ephemeral(channel, user, notices.Ephemeral(text))
@@ -221,7 +245,9 @@ class Launcher:
         everything = self._cluster.list_workloads()
         shown = everything if request.everyone else [w for w in everything if w.owner_id == user]
         sizes = status.autoscaler_sizes(self._cluster.read_autoscaler_status())
-        pools = status.pool_views(self._cluster.list_nodes(), everything, sizes)
+        pools = status.pool_views(
+            self._cluster.list_nodes(), everything, sizes, profiles=self._settings.profiles.values()
+        )
         pending = sum(w.gpus for w in everything if status.holds_gpu(w) and not w.node)
         report = status.status_report(
             shown, pools, pending_gpus=pending, everyone=request.everyone, now=self._clock()

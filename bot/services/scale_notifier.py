@@ -5,6 +5,9 @@ The composition root fans the shared informers' callbacks out to this and to the
 old events are taken for a new episode, and a restart mid-episode opens a fresh message that says so.
 An episode's first change posts its message (blocking, under the lock, so two informer threads can
 never both post it); every later change is a coalesced edit of that message.
+
+Every replica follows the episodes; only the leader speaks (`go_live` / `pause`). Which message shows an
+episode is kept in the store, so a new leader edits it rather than posting a second one.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ logger = logging.getLogger(__name__)
 FindWorkload = Callable[[str, str], workloads.Workload | None]
 """`(namespace, name)` → the gpubot workload, to say whose pod triggered a scale-up."""
 OWNER_EVENTS = frozenset({"TriggeredScaleUp", "NotTriggerScaleUp"})
+MESSAGE_MEMORY_SECONDS = 7 * 24 * 3600
+"""How long the store remembers an episode's message; episodes last hours at most."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,8 @@ class ScaleNotifier:
         prices: Iterable[models.GpuProfile],
         clock: Callable[[], datetime],
         find_workload: FindWorkload | None = None,
+        store: ports.Store | None = None,
+        live: bool = True,
     ) -> None:
         """`prices`: the profiles whose `price_per_hour` costs an episode, matched to pools by node labels."""
         self._chat = chat_port
@@ -53,12 +60,26 @@ class ScaleNotifier:
         self._state = episodes.start(clock())
         self._prices: dict[str, float | None] = {}
         self._posted: dict[str, Posted] = {}
+        self._store = store
+        self._live = live
 
     # -- reading ---------------------------------------------------------------------------------
     def current_episodes(self) -> dict[str, episodes.Episode]:
         """Each pool's open episode, or its last closed one."""
         with self._lock:
             return {name: p.episode for name, p in self._state.pools.items() if p.episode is not None}
+
+    def go_live(self) -> None:
+        """Leadership gained: speak from now on, bringing each open episode's message up to date."""
+        with self._lock:
+            self._live = True
+            for pool in self._state.pools.values():
+                if pool.episode is not None and not pool.episode.closed:
+                    self._publish(pool.episode)
+
+    def pause(self) -> None:
+        with self._lock:
+            self._live = False
 
     # -- feeding ---------------------------------------------------------------------------------
     def seed(self, nodes: Iterable[lifecycle.NodeSeen]) -> int:
@@ -131,8 +152,12 @@ class ScaleNotifier:
                 self._publish(pool.episode)
 
     def _publish(self, episode: episodes.Episode) -> None:
+        if not self._live:
+            return
         notice = episodes.to_notice(episode, now=self._clock(), price_per_hour=self._prices.get(episode.pool))
         posted = self._posted.get(episode.pool)
+        if (posted is None or posted.key != episode.key) and (ts := self._recall(episode)):
+            posted = Posted(episode.key, ts, notices.ChannelEpisode(pool="", headline=""))
         if posted is not None and posted.key == episode.key:
             if posted.shown != notice:
                 self._chat.update(self._channel, posted.ts, notice)
@@ -146,3 +171,12 @@ class ScaleNotifier:
             return
         logger.info("scale episode %s: posted %s in %s", episode.key, ts, self._channel)
         self._posted[episode.pool] = Posted(episode.key, ts, notice)
+        if self._store is not None:
+            self._store.remember(self._message_key(episode), ts, MESSAGE_MEMORY_SECONDS)
+
+    def _message_key(self, episode: episodes.Episode) -> str:
+        return f"episode-message:{self._channel}:{episode.key}"
+
+    def _recall(self, episode: episodes.Episode) -> str | None:
+        """The message another replica (or this one before a restart) posted for this episode."""
+        return self._store.recall(self._message_key(episode)) if self._store is not None else None

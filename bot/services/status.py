@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from bot.core import explain, lifecycle, notices, workloads
+from bot.core import episodes, explain, lifecycle, models, notices, workloads
 
 Step = lifecycle.Step
 STEP_LABELS: Mapping[Step, str] = {
@@ -108,7 +108,7 @@ def lease_text(lease_end: datetime | None, now: datetime) -> str:
     return f"{lease_end.strftime('%H:%M')} UTC (in {left})"
 
 
-def thread_status(thread: Thread, *, now: datetime, wall: datetime) -> notices.ThreadStatus:
+def thread_status(thread: Thread, *, now: datetime, wall: datetime, note: str = "") -> notices.ThreadStatus:
     """The edited root message; `now` is the cluster's latest time (step timing), `wall` the lease clock."""
     workload, over = thread.workload, thread.progress.outcome is not None
     return notices.ThreadStatus(
@@ -124,6 +124,7 @@ def thread_status(thread: Thread, *, now: datetime, wall: datetime) -> notices.T
         outcome=thread.outcome_text if over else "",
         lease_end="" if over else lease_text(workload.lease_end, wall),
         buttons=notices.Buttons(release=not over),
+        note="" if over else note,
     )
 
 
@@ -152,6 +153,13 @@ class PoolView:
     gpus_used: int
     min_size: int | None = None
     max_size: int | None = None
+    price_per_hour: float | None = None
+    """The matching profile's price of one node-hour; None when no profile matches the pool's nodes."""
+
+    @property
+    def nodes_up(self) -> int:
+        """Nodes the cloud bills for: Ready ones and those still provisioning."""
+        return self.ready + self.provisioning
 
 
 def autoscaler_sizes(status_text: str | None) -> dict[str, tuple[int, int]]:
@@ -175,13 +183,22 @@ def holds_gpu(workload: workloads.Workload) -> bool:
     return workload.phase not in FINISHED_PHASES
 
 
+def pool_price(members: Iterable[lifecycle.NodeSeen], profiles: Iterable[models.GpuProfile]) -> float | None:
+    """The price of the first node whose labels match a priced profile, as the scale channel prices."""
+    profiles = tuple(profiles)
+    prices = (episodes.pool_price(node.labels, profiles) for node in members)
+    return next((price for price in prices if price is not None), None)
+
+
 def pool_views(
     nodes: Iterable[lifecycle.NodeSeen],
     held: Iterable[workloads.Workload],
     sizes: Mapping[str, tuple[int, int]],
+    *,
+    profiles: Iterable[models.GpuProfile] = (),
 ) -> list[PoolView]:
     """GPU pools: those the autoscaler scales, and any pool with allocatable GPUs."""
-    nodes, held = list(nodes), [w for w in held if holds_gpu(w) and w.node]
+    nodes, held, profiles = list(nodes), [w for w in held if holds_gpu(w) and w.node], tuple(profiles)
     names = set(sizes) | {n.pool for n in nodes if n.gpus > 0 and n.pool}
     views = []
     for name in sorted(names):
@@ -199,6 +216,7 @@ def pool_views(
                 gpus_used=used,
                 min_size=low,
                 max_size=high,
+                price_per_hour=pool_price(members, profiles),
             )
         )
     return views
@@ -219,11 +237,21 @@ def workload_line(workload: workloads.Workload, now: datetime, *, with_owner: bo
     return f"• `{workload.name}` — {phase}, {where} · age {age} · {lease} · {gpus}{owner}"
 
 
+def cost_text(view: PoolView) -> str:
+    """What the pool costs right now; a pool at zero costs nothing, an unknown price says nothing."""
+    if view.nodes_up == 0:
+        return "$0/h now"
+    if view.price_per_hour is None:
+        return ""
+    return f"≈ {notices.format_cost(view.nodes_up * view.price_per_hour)}/h now"
+
+
 def pool_line(view: PoolView) -> str:
     size = f" · size {view.min_size} to {view.max_size}" if view.max_size is not None else ""
+    cost = cost_text(view)
     return (
         f"• {view.name}: {view.ready} node(s) ready, {view.provisioning} provisioning · "
-        f"GPUs {view.gpus_free} free, {view.gpus_used} used{size}"
+        f"GPUs {view.gpus_free} free, {view.gpus_used} used{size}{f' · {cost}' if cost else ''}"
     )
 
 

@@ -4,6 +4,10 @@ One `Progress` per workload key, fed in whatever order the three informers deliv
 from the informers' initial lists, so a restarted bot resumes its threads: until `go_live()` the tracker
 only learns (no chat writes), then it re-renders every status message once, and from there on each new
 milestone edits the status message and the key moments also get a short reply.
+
+With several replicas every one learns, and only the leader speaks: `go_live` when it gains the lease,
+`pause` when it loses it. `tick` (a timer) notices what no watch reports: a node that is late.
+A released workload's thread is followed until its pool is back at zero nodes.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.core import lifecycle, notices, podspec, ports, workloads
+from bot.core import explain, lifecycle, notices, podspec, ports, provisioning, workloads
 from bot.services import chat, status
 
 logger = logging.getLogger(__name__)
@@ -26,6 +30,8 @@ MAX_ORPHAN_EVENTS = 50
 """Events that arrive before their pod are kept this long (pods, events each), then the oldest go."""
 NODE_CREATION_SLACK = timedelta(seconds=5)
 """A node counts as this workload's new node only if it appeared after (about) the scale-up it triggered."""
+DRAIN_FOLLOW = timedelta(hours=24)
+"""A released workload's pool is followed this long for its drain to zero, then forgotten."""
 
 
 @dataclass(frozen=True)
@@ -34,14 +40,35 @@ class KnownNode:
     seen: lifecycle.NodeSeen
 
 
+@dataclass(frozen=True)
+class Drain:
+    """A released workload whose thread waits to say its pool is back at zero."""
+
+    pool: str
+    channel: str
+    thread_ts: str
+    released_at: datetime
+
+
 def wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
 class Tracker:
-    def __init__(self, chat_port: chat.Chat, *, clock: Callable[[], datetime] = wall_clock) -> None:
+    def __init__(
+        self,
+        chat_port: chat.Chat,
+        *,
+        clock: Callable[[], datetime] = wall_clock,
+        store: ports.Store | None = None,
+    ) -> None:
+        """`store` keeps each pool's past scale-up durations, for the ETA and the slow-node warning."""
         self._chat = chat_port
         self._clock = clock
+        self._store = store
+        self._history: dict[str, provisioning.Usual | None] = {}
+        self._drains: dict[str, Drain] = {}
+        self._released_at: dict[str, datetime] = {}
         self._lock = threading.RLock()
         self._threads: dict[str, status.Thread] = {}
         self._shown: dict[str, notices.ThreadStatus] = {}
@@ -63,6 +90,24 @@ class Tracker:
                 self._publish(key, thread, [])
             return len(self._threads)
 
+    def pause(self) -> None:
+        """Leadership lost: keep learning, stop speaking; the next `go_live` re-renders every thread."""
+        with self._lock:
+            self._live = False
+            self._shown.clear()
+
+    def tick(self) -> None:
+        """Timer work: flag nodes far later than usual, forget drains nobody will see finish."""
+        with self._lock:
+            now = self._now()
+            for key, thread in list(self._threads.items()):
+                problem = provisioning.slow(thread.progress, self._usual(thread.progress.pool), now)
+                if problem is not None:
+                    self._flag(key, thread, now, problem)
+            for key, drain in list(self._drains.items()):
+                if now - drain.released_at > DRAIN_FOLLOW:
+                    del self._drains[key]
+
     # -- informer callbacks ----------------------------------------------------------------------
     def on_pod(self, change: str, pod: Mapping[str, Any]) -> None:
         workload = workloads.from_pod(pod)
@@ -73,10 +118,13 @@ class Tracker:
             thread = self._threads.get(workload.key)
             if thread is None or (thread.workload.uid and thread.workload.uid != workload.uid):
                 thread = self._adopt(workload)
+            if workload.deletion_requested:
+                self._released_at.setdefault(workload.key, seen.at)
             self._apply(workload.key, replace(thread, workload=workload), [seen])
             if change == ports.DELETED:
-                self._threads.pop(workload.key, None)
+                self._follow_drain(self._threads.pop(workload.key))
                 self._shown.pop(workload.key, None)
+                self._released_at.pop(workload.key, None)
 
     def on_event(self, change: str, event: Mapping[str, Any]) -> None:
         subject = workloads.event_subject(event)
@@ -96,7 +144,9 @@ class Tracker:
         name = str((node.get("metadata") or {}).get("name", ""))
         with self._lock:
             if change == ports.DELETED:
-                self._nodes.pop(name, None)
+                gone = self._nodes.pop(name, None)
+                if gone is not None:
+                    self._drained(gone.seen.pool)
                 return
             at = max(filter(None, (workloads.node_time(node), self._cluster_now)), default=self._clock())
             created = podspec.parse_time(str((node.get("metadata") or {}).get("creationTimestamp", "")))
@@ -114,6 +164,10 @@ class Tracker:
             seen = workloads.observe_pod(pod, deleted=deleted, at=self._cluster_now or self._clock())
         self._bump(seen.at)
         return seen
+
+    def _now(self) -> datetime:
+        """The later of the cluster's latest timestamp and our clock: either may run ahead of the other."""
+        return max(filter(None, (self._cluster_now, self._clock())))
 
     def _bump(self, moment: datetime) -> None:
         if self._cluster_now is None or moment > self._cluster_now:
@@ -161,17 +215,79 @@ class Tracker:
             progress, new = lifecycle.advance(thread.progress, seen)
             thread = _remember(replace(thread, progress=progress), new)
             milestones += new
+        self._commit(key, thread, milestones)
+
+    def _flag(self, key: str, thread: status.Thread, at: datetime, problem: explain.Problem) -> None:
+        progress, new = lifecycle.flag(thread.progress, at, problem)
+        if new:
+            self._commit(key, _remember(replace(thread, progress=progress), new), new)
+
+    def _commit(self, key: str, thread: status.Thread, milestones: list[lifecycle.Milestone]) -> None:
         self._threads[key] = thread
         for milestone in milestones:
             logger.info("workload %s: %s", key, milestone.text)
+        if any(m.step == lifecycle.Step.GPU_READY and not m.late for m in milestones):
+            self._learn_duration(thread.progress)
         self._publish(key, thread, milestones)
+
+    # -- history -------------------------------------------------------------------------------------
+    def _usual(self, pool: str) -> provisioning.Usual | None:
+        if not pool or self._store is None:
+            return None
+        if pool not in self._history:
+            self._history[pool] = provisioning.usual(self._store.samples(provisioning.series(pool)))
+        return self._history[pool]
+
+    def _learn_duration(self, progress: lifecycle.Progress) -> None:
+        """Only the live (leading) replica records, so each scale-up counts once."""
+        took = provisioning.measured(progress)
+        if not self._live or self._store is None or took is None:
+            return
+        name = provisioning.series(progress.pool)
+        self._store.add_sample(name, took.total_seconds(), keep=provisioning.HISTORY_KEEP)
+        self._history[progress.pool] = provisioning.usual(self._store.samples(name))
+
+    # -- drains ----------------------------------------------------------------------------------------
+    def _pool_of(self, thread: status.Thread) -> str:
+        known = self._nodes.get(thread.progress.node or thread.workload.node)
+        return known.seen.pool if known is not None else thread.progress.pool
+
+    def _follow_drain(self, thread: status.Thread) -> None:
+        """A released workload: once its pool has no nodes, its thread says so. Nothing to say if it
+        never had a node coming (no node, no scale-up)."""
+        workload, pool = thread.workload, self._pool_of(thread)
+        if not pool or not workload.channel or not workload.thread_ts:
+            return
+        if not self._pool_nodes(pool) and thread.progress.at(lifecycle.Step.SCALE_UP) is None:
+            return
+        released = self._released_at.get(workload.key) or self._now()
+        self._drains[workload.key] = Drain(pool, workload.channel, workload.thread_ts, released)
+
+    def _pool_nodes(self, pool: str) -> list[str]:
+        return [name for name, known in self._nodes.items() if known.seen.pool == pool]
+
+    def _drained(self, pool: str) -> None:
+        if self._pool_nodes(pool):
+            return
+        now = self._now()
+        for key, drain in list(self._drains.items()):
+            if drain.pool != pool:
+                continue
+            del self._drains[key]
+            if self._live:
+                after = notices.format_elapsed((now - drain.released_at).total_seconds())
+                text = f"Pool {pool} drained to 0 nodes, {after} after release: nothing is billed for it now."
+                self._chat.reply(drain.channel, drain.thread_ts, notices.Reply(text))
 
     # -- telling -----------------------------------------------------------------------------------
     def _publish(self, key: str, thread: status.Thread, milestones: list[lifecycle.Milestone]) -> None:
         workload = thread.workload
         if not self._live or not workload.thread_ts or not workload.channel:
             return
-        shown = status.thread_status(thread, now=self._cluster_now or self._clock(), wall=self._clock())
+        note = provisioning.eta_note(thread.progress, self._usual(thread.progress.pool))
+        shown = status.thread_status(
+            thread, now=self._cluster_now or self._clock(), wall=self._clock(), note=note
+        )
         if self._shown.get(key) != shown:
             self._chat.update(workload.channel, workload.thread_ts, shown)
             self._shown[key] = shown

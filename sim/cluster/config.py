@@ -51,9 +51,13 @@ class Timings:
 
 @dataclass
 class Faults:
-    """Failure injection per pool name: what a real cloud does on a bad day."""
+    """Failure injection per pool name, and per pod for GPU metrics: what a real cloud does on a bad day."""
 
     stockout: set[str] = field(default_factory=set)
     """Scale-ups fail at once: GCE out of resources (FailedScaleUp on GKE, backoff)."""
     never_register: set[str] = field(default_factory=set)
     """Instances start but never register: ScaleUpTimedOut after max_node_provision_time."""
+    metrics_missing: set[str] = field(default_factory=set)
+    """Pods ("namespace/name") the DCGM exporter never attributes a GPU to: they have no series."""
+    metrics_stale_after: dict[str, float] = field(default_factory=dict)
+    """Pods whose series stop at this simulated second, as when their exporter stops being scraped."""

@@ -21,7 +21,7 @@ import yaml
 from aiohttp import web
 
 from sim.clock import Clock
-from sim.cluster import apiserver, autoscaler, eks, events, gke, kubelet, nodes, pools, scheduler
+from sim.cluster import apiserver, autoscaler, eks, events, gke, kubelet, metrics, nodes, pools, scheduler
 from sim.cluster.config import Faults, Timings
 from sim.cluster.store import Obj, Store
 
@@ -95,6 +95,7 @@ class World:
         )
         self.scheduler = scheduler.Scheduler(self.store, self.recorder, self.timings, self.api.bind_pod)
         self.kubelets = kubelet.Kubelets(self.store, self.recorder, self.timings)
+        self.metrics = metrics.GpuMetrics(self.store, self.faults)
         self.autoscaler = autoscaler.Autoscaler(
             self.store, self.registry, self.node_ctl, self.recorder, self.timings, self.faults
         )
@@ -126,6 +127,7 @@ class World:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=8 * 1024 * 1024)
+        app.add_routes(self.metrics.routes())
         app.add_routes(self.api.routes())
         app.add_routes(
             gke.routes(
@@ -186,6 +188,12 @@ class World:
 
     async def _set_faults(self, request: web.Request) -> web.Response:
         body = await request.json()
+        if "pod" in body:
+            try:
+                self.metrics.set_fault(str(body["pod"]), body.get("kind"), after=body.get("after"))
+            except (TypeError, ValueError) as err:
+                return web.json_response({"error": str(err)}, status=400)
+            return web.json_response({"pod": body["pod"], "kind": body.get("kind")})
         pool, kind = str(body.get("pool", "")), body.get("kind")
         self.set_fault(pool, kind)
         return web.json_response({"pool": pool, "kind": kind})

@@ -87,6 +87,11 @@ class BackgroundSlack:
             lambda: self.emulator.users.click_button(user, channel, message_ts, action_id, value)
         )
 
+    def redeliver(self, delivery: Delivery) -> Delivery:
+        """Send an earlier request's payload again in a new envelope, as Slack does when an ack was lost."""
+        accepts = delivery.type == "slash_commands"
+        return self.call(lambda: self.emulator.deliver(delivery.type, delivery.payload, accepts))
+
     def post_message(self, user: str, channel: str, text: str, thread_ts: str = "") -> Delivery | None:
         """A user message; delivered as app_mention / DM message, else only recorded (None)."""
         return self.call(lambda: self.emulator.users.post_message(user, channel, text, thread_ts))

@@ -6,144 +6,38 @@ activity (or the sim's state checked on it), never on fixed sleeps.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
-from slack_bolt.adapter.socket_mode import SocketModeHandler
+from kubernetes import client
 
-from bot import app, settings
+from bot import app
 from bot.adapters import slack_render
 from bot.core import labels
 from handlers import actions
 from sim.cluster import world
-from sim.slack.emulator import SlackConfig
-from sim.slack.ratelimits import RateLimitConfig
 from sim.slack.runner import BackgroundSlack
-from sim.slack.socket_mode import SocketModeConfig
-
-CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04"
-RUN = f"run {CUDA} -- sleep 3600"
-WAIT = 10.0
-"""Real seconds to wait for the bot; only reached when something is broken."""
-Json = dict[str, Any]
-
+from tests.integration.botkit import (
+    CUDA,
+    RUN,
+    WAIT,
+    Json,
+    advance_until,
+    bot_settings,
+    checklist,
+    gpubot_pods,
+    headline_is,
+    replies,
+    roots,
+    run_and_wait_for_thread,
+    running_bot,
+    step_reached,
+    the_root,
+)
 
 pytestmark = pytest.mark.usefixtures("slack_env")
-
-
-@pytest.fixture
-def slack() -> Iterator[BackgroundSlack]:
-    config = SlackConfig(
-        rate_limits=RateLimitConfig(enabled=False), socket_mode=SocketModeConfig(ack_timeout=3.0)
-    )
-    with BackgroundSlack(config) as running:
-        yield running
-
-
-def bot_settings(sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path) -> settings.Settings:
-    kubeconfig = tmp_path / "kubeconfig.yaml"
-    kubeconfig.write_text(yaml.safe_dump(sim.world.kubeconfig()))
-    return settings.Settings(
-        slack=settings.SlackSettings(
-            bot_token=slack.bot_token, app_token=slack.app_token, api_base_url=slack.api_url
-        ),
-        cluster=settings.ClusterSettings(kubeconfig=str(kubeconfig)),
-        quota=settings.QuotaSettings(admins=frozenset({"U_ADMIN"})),
-    )
-
-
-@contextlib.contextmanager
-def running_bot(config: settings.Settings, slack: BackgroundSlack) -> Iterator[app.Bot]:
-    """The real bot, in-process: informers synced, threads resumed, one Socket Mode connection."""
-    bot = app.build(config)
-    bot.start(sync_timeout=WAIT)
-    handler = SocketModeHandler(bot.app, config.slack.app_token)
-    handler.connect()  # type: ignore[no-untyped-call]
-    before = slack.connections()
-    slack.wait_until(lambda: slack.connections() > before or slack.connections(), timeout=WAIT)
-    try:
-        yield bot
-    finally:
-        handler.close()  # type: ignore[no-untyped-call]
-        bot.stop()
-
-
-@pytest.fixture
-def bot(sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path) -> Iterator[app.Bot]:
-    with running_bot(bot_settings(sim, slack, tmp_path), slack) as running:
-        yield running
-
-
-# -- reading the transcript -------------------------------------------------------------------------
-
-
-def roots(slack: BackgroundSlack, channel: str = "C_GPU") -> list[Json]:
-    return [m for m in slack.messages(channel) if not m["thread_ts"] and m["bot_id"]]
-
-
-def replies(slack: BackgroundSlack, root: Json) -> list[str]:
-    return [m["text"] for m in slack.messages(root["channel"]) if m["thread_ts"] == root["ts"]]
-
-
-def the_root(slack: BackgroundSlack) -> Json:
-    (root,) = roots(slack)
-    return root
-
-
-def checklist(message: Json) -> list[str]:
-    steps = next((b for b in message["blocks"] if b.get("block_id") == "gpubot_steps"), None)
-    return steps["text"]["text"].split("\n") if steps else []
-
-
-def gpubot_pods(sim: world.BackgroundWorld) -> list[Json]:
-    return [
-        p
-        for p in sim.pods()
-        if p["metadata"]["labels"].get(labels.MANAGED_BY_LABEL) == labels.MANAGED_BY_VALUE
-    ]
-
-
-def advance_until(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, done: Callable[[], Any], *, limit: float = 900
-) -> Any:
-    """Move the sim clock 5 s at a time until `done()` holds, letting the bot catch up after each step."""
-    moved = 0.0
-    while moved <= limit:
-        with contextlib.suppress(TimeoutError):
-            return slack.wait_until(done, timeout=0.3)
-        sim.advance(5, step=1)
-        moved += 5
-    shown = [m["text"] for m in slack.messages("C_GPU")]
-    raise AssertionError(f"not reached within {limit} simulated seconds; channel shows {shown}")
-
-
-def headline_is(slack: BackgroundSlack, words: str) -> Callable[[], bool]:
-    return lambda: any(words in m["text"] for m in roots(slack))
-
-
-def step_reached(slack: BackgroundSlack, words: str) -> Callable[[], bool]:
-    """The root's checklist shows the step done or current (pending steps have a white circle)."""
-    return lambda: any(
-        words in line and not line.startswith(":white_circle:") for m in roots(slack) for line in checklist(m)
-    )
-
-
-def run_and_wait_for_thread(sim: world.BackgroundWorld, slack: BackgroundSlack) -> Json:
-    delivery = slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
-    assert delivery.acked and delivery.shown == "ephemeral"
-    assert delivery.ack_payload is not None and "Requesting 1 GPU" in delivery.ack_payload["text"]
-    slack.wait_until(lambda: gpubot_pods(sim) and roots(slack), timeout=WAIT)
-    advance_until(sim, slack, headline_is(slack, "Waiting for a GPU node"))
-    return the_root(slack)
-
-
-# -- the story ----------------------------------------------------------------------------------------
 
 
 def test_run_walks_the_thread_through_every_step(
@@ -272,9 +166,9 @@ def test_help_explains_each_command(slack: BackgroundSlack, bot: app.Bot) -> Non
 
 
 def test_restart_mid_provisioning_resumes_the_thread(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
 ) -> None:
-    config = bot_settings(sim, slack, tmp_path)
+    config = bot_settings(sim, slack, tmp_path, redis_url)
     with running_bot(config, slack):
         root = run_and_wait_for_thread(sim, slack)
         advance_until(sim, slack, headline_is(slack, "is provisioning"))
@@ -295,9 +189,9 @@ def test_the_release_button_id_matches_the_renderer() -> None:
 
 
 def test_the_scale_channel_gets_one_message_per_episode(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
 ) -> None:
-    base = bot_settings(sim, slack, tmp_path)
+    base = bot_settings(sim, slack, tmp_path, redis_url)
     config = dataclasses.replace(base, slack=dataclasses.replace(base.slack, scale_channel="C_OPS"))
     with running_bot(config, slack):
         run_and_wait_for_thread(sim, slack)
@@ -339,3 +233,49 @@ def test_a_problem_clears_once_the_workload_moves_on(
         limit=1800,
     )
     assert not has_problem(bobs_root())
+
+
+def status_shown(slack: BackgroundSlack, user: str, words: str) -> str:
+    """Ask for `/gpu status` and return the report once it says `words`."""
+    slack.type_command(user, "C_GPU", "/gpu", "status")
+    return str(
+        slack.wait_until(lambda: [e["text"] for e in slack.ephemerals(user) if words in e["text"]])[-1]
+    )
+
+
+def test_status_shows_what_each_pool_costs_now(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+) -> None:
+    idle = status_shown(slack, "U_ALICE", "*GPU pools*")
+    assert "gpu-pool: 0 node(s) ready, 0 provisioning" in idle and "size 0 to 5 · $0/h now" in idle
+    run_and_wait_for_thread(sim, slack)
+    advance_until(sim, slack, step_reached(slack, "Running"))
+    busy = status_shown(slack, "U_ALICE", "1 node(s) ready")
+    assert (
+        "• gpu-pool: 1 node(s) ready, 0 provisioning · GPUs 0 free, 1 used · size 0 to 5 · ≈ $0.54/h now"
+        in busy
+    )
+
+
+def test_a_release_is_recorded_on_the_terminating_pod(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, core: client.CoreV1Api
+) -> None:
+    root = run_and_wait_for_thread(sim, slack)
+    advance_until(sim, slack, step_reached(slack, "Running"))
+    name = gpubot_pods(sim)[0]["metadata"]["name"]
+
+    slack.type_command("U_ADMIN", "C_GPU", "/gpu", f"release {name}")
+    slack.wait_until(
+        lambda: "Released by admin U_ADMIN; deleting the pod." in replies(slack, root), timeout=WAIT
+    )
+    pod = core.read_namespaced_pod(name, "default")  # still there: terminating within its grace period
+    assert pod.metadata.deletion_timestamp is not None
+    run, release = json.loads(pod.metadata.annotations[labels.AUDIT_ANNOTATION])
+    assert (run["action"], run["actor"], run["image"]) == ("run", "U_ALICE", CUDA)
+    assert {k: release[k] for k in ("action", "actor", "by")} == {
+        "action": "release",
+        "actor": "U_ADMIN",
+        "by": "admin",
+    }
+    assert release["at"] >= run["at"]
+    advance_until(sim, slack, lambda: not gpubot_pods(sim))

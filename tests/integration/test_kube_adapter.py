@@ -399,3 +399,30 @@ def test_stop_ends_every_informer_thread_and_allows_a_restart(cluster: kube.Kube
     again = Recorder()
     again.start(cluster)
     assert len(again.of("node")) == 2
+
+
+def test_annotate_pod_merges_into_the_pods_annotations(
+    sim: world.BackgroundWorld, cluster: kube.KubeCluster
+) -> None:
+    created = cluster.create_pod(manifest())
+    cluster.annotate_pod(NAMESPACE, created.name, {labels.AUDIT_ANNOTATION: "[]", "example.com/note": "hi"})
+    (stored,) = [p for p in sim.pods(NAMESPACE) if p["metadata"]["name"] == created.name]
+    notes = stored["metadata"]["annotations"]
+    assert (notes[labels.AUDIT_ANNOTATION], notes["example.com/note"]) == ("[]", "hi")
+    assert notes[labels.CHANNEL_ANNOTATION] == "C0GPU"  # a merge: the other keys stay
+    fetched = cluster.get_workload(NAMESPACE, created.name)
+    assert fetched is not None and fetched.audit == "[]"
+
+
+def test_annotate_pod_with_a_stale_version_conflicts(
+    sim: world.BackgroundWorld, cluster: kube.KubeCluster
+) -> None:
+    name = cluster.create_pod(manifest()).name
+    sim.settle()  # the scheduler's first pass writes the pod's status; read the version after it
+    read = cluster.get_workload(NAMESPACE, name)
+    assert read is not None
+    cluster.annotate_pod(NAMESPACE, name, {"example.com/a": "1"}, resource_version=read.resource_version)
+    with pytest.raises(errors.Conflict, match="has been modified"):
+        cluster.annotate_pod(NAMESPACE, name, {"example.com/a": "2"}, resource_version=read.resource_version)
+    with pytest.raises(errors.NotFound, match='pods "missing" not found'):
+        cluster.annotate_pod(NAMESPACE, "missing", {"example.com/a": "1"})

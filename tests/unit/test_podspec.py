@@ -294,3 +294,35 @@ def test_any_accepted_run_yields_a_pod_the_official_client_accepts(
     assert pod["spec"]["containers"][0].get("command", []) == argv
     assert labels.is_dns1123_label(pod["metadata"]["name"])
     assert all(labels.is_label_value(value) for value in pod["metadata"]["labels"].values())
+
+
+def test_the_audit_annotation_keeps_only_the_newest_records() -> None:
+    existing = _build()["metadata"]["annotations"][labels.AUDIT_ANNOTATION]
+    for hour in range(1, podspec.AUDIT_RECORDS_KEPT + 5):
+        entry = models.AuditEntry(action="release", actor=f"U{hour}", at=NOW + timedelta(hours=hour))
+        existing = podspec.append_audit(existing, entry)
+    records = json.loads(existing)
+    assert len(records) == podspec.AUDIT_RECORDS_KEPT == 20
+    assert records[0]["actor"] == "U5" and records[-1]["actor"] == f"U{podspec.AUDIT_RECORDS_KEPT + 4}"
+    assert all(r["action"] == "release" for r in records)  # the run record aged out
+    admin = models.AuditEntry(action="release", actor="U0ADMIN", at=NOW)
+    newest_two = json.loads(podspec.append_audit(existing, admin, keep=2))
+    assert [r["actor"] for r in newest_two] == ["U24", "U0ADMIN"]
+
+
+def test_an_unreadable_audit_value_is_kept_clipped() -> None:
+    release = models.AuditEntry(action="release", actor="U0ADMIN", at=NOW)
+    (kept, added) = json.loads(podspec.append_audit("x" * 300_000, release))
+    assert len(kept["unparsed"]) == labels.ANNOTATION_TEXT_MAX and added["action"] == "release"
+    assert json.loads(podspec.append_audit('{"a": 1}', release))[0] == {"unparsed": '{"a": 1}'}
+
+
+@pytest.mark.parametrize(("actor", "by"), [("U01ALICE", "owner"), ("U0ADMIN", "admin")])
+def test_a_release_records_who_when_and_in_what_role(actor: str, by: str) -> None:
+    entry = podspec.release_audit_entry(actor, owner_id="U01ALICE", now=NOW)
+    assert podspec.audit_fields(entry) == {
+        "action": "release",
+        "actor": actor,
+        "at": "2024-05-01T12:00:00Z",
+        "by": by,
+    }

@@ -221,3 +221,15 @@ def test_all_profile_problems_come_together() -> None:
 def test_minimal_profile_gets_defaults() -> None:
     profile = settings.load_profiles("profiles:\n  p: {defaults: {cpu: 4}}\n")["p"]
     assert profile == models.GpuProfile(name="p", default_cpu_millis=4000)
+
+
+def test_leader_election_settings() -> None:
+    default = settings.Settings.from_env(SOCKET_ENV).leader
+    assert default.lease_name == "gpubot-leader" and default.identity == settings.default_identity()
+    timings = (default.lease_duration_seconds, default.renew_deadline_seconds, default.retry_period_seconds)
+    assert timings == (15, 10, 2)
+    env = {**SOCKET_ENV, "GPUBOT_LEADER_LEASE": "ml.gpubot", "POD_NAME": "gpubot-7c9"}
+    named = settings.Settings.from_env(env).leader
+    assert (named.lease_name, named.identity) == ("ml.gpubot", "gpubot-7c9")
+    with pytest.raises(settings.SettingsError, match="GPUBOT_LEADER_LEASE='Bad_Name': not a valid Lease"):
+        settings.Settings.from_env({**SOCKET_ENV, "GPUBOT_LEADER_LEASE": "Bad_Name"})

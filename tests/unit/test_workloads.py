@@ -60,6 +60,7 @@ def test_from_pod_reads_back_everything_build_pod_wrote() -> None:
         image="pytorch/pytorch:2.3.0",
         created_at=T0,
         resource_version="42",
+        audit=podspec.audit_json([podspec.run_audit_entry(REQUEST, OWNER, PROFILE, T0)]),
     )
     assert workload.key == f"gpu/{workload.name}"
 
@@ -312,3 +313,10 @@ def test_observe_node_feeds_the_lifecycle() -> None:
     for observation in seen:
         progress, _ = lifecycle.advance(progress, observation)
     assert progress.at(lifecycle.Step.GPU_READY) == T0 + timedelta(seconds=250)
+
+
+def test_nodes_carry_their_labels_to_price_their_pool() -> None:
+    pool_labels = {workloads.GKE_NODEPOOL_LABEL: "gpu-pool", "app-type": "gpu-workloads"}
+    seen = workloads.observe_node(node(pool_labels, ready="True", gpus="1"))
+    assert seen.labels == pool_labels and seen.pool == "gpu-pool"
+    assert seen == lifecycle.NodeSeen(seen.at, "n1", ready=True, gpus=1, pool="gpu-pool")  # labels aside

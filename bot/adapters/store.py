@@ -1,0 +1,161 @@
+"""Adapters: the `Store` port on Redis, and the stated in-process fallback for a single replica.
+
+Redis is shared by the replicas, so a Slack request claimed by one is not handled again by another.
+`private_redis_server` starts a throwaway redis-server on a Unix socket for the demo and the tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import redis
+
+logger = logging.getLogger(__name__)
+
+MEMORY_URL = "memory://"
+"""`REDIS_URL=memory://`: keep everything in the process. Right for one replica only."""
+SERVER_START_SECONDS = 10.0
+
+
+class RedisStore:
+    def __init__(self, client: redis.Redis, *, prefix: str = "gpubot:") -> None:
+        self._redis = client
+        self._prefix = prefix
+
+    def claim(self, key: str, ttl_seconds: int) -> bool:
+        try:
+            return bool(self._redis.set(self._prefix + key, "1", nx=True, ex=max(1, ttl_seconds)))
+        except redis.RedisError as err:
+            logger.warning("redis unavailable (%s); handling %s without a duplicate check", err, key)
+            return True
+
+    def add_sample(self, series: str, value: float, *, keep: int) -> None:
+        name = self._prefix + series
+        try:
+            with self._redis.pipeline() as pipe:
+                pipe.lpush(name, repr(value))
+                pipe.ltrim(name, 0, keep - 1)
+                pipe.execute()
+        except redis.RedisError as err:
+            logger.warning("redis unavailable (%s); sample for %s not kept", err, series)
+
+    def samples(self, series: str) -> list[float]:
+        try:
+            raw = self._redis.lrange(self._prefix + series, 0, -1)
+        except redis.RedisError as err:
+            logger.warning("redis unavailable (%s); no history for %s", err, series)
+            return []
+        return [float(value) for value in raw]
+
+    def remember(self, key: str, value: str, ttl_seconds: int) -> None:
+        try:
+            self._redis.set(self._prefix + key, value, ex=max(1, ttl_seconds))
+        except redis.RedisError as err:
+            logger.warning("redis unavailable (%s); %s not kept", err, key)
+
+    def recall(self, key: str) -> str | None:
+        try:
+            raw = self._redis.get(self._prefix + key)
+        except redis.RedisError as err:
+            logger.warning("redis unavailable (%s); %s not read", err, key)
+            return None
+        return raw.decode() if isinstance(raw, bytes) else raw
+
+    def close(self) -> None:
+        self._redis.close()
+
+
+class MemoryStore:
+    """The same semantics in one process: claims expire on the monotonic clock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[str, tuple[str, float]] = {}
+        """key → (value, monotonic expiry), claims and remembered values alike, as in Redis."""
+        self._series: dict[str, list[float]] = {}
+
+    def claim(self, key: str, ttl_seconds: int) -> bool:
+        with self._lock:
+            if self._live(key) is not None:
+                return False
+            self._values[key] = ("1", time.monotonic() + max(1, ttl_seconds))
+            return True
+
+    def remember(self, key: str, value: str, ttl_seconds: int) -> None:
+        with self._lock:
+            self._values[key] = (value, time.monotonic() + max(1, ttl_seconds))
+
+    def recall(self, key: str) -> str | None:
+        with self._lock:
+            return self._live(key)
+
+    def _live(self, key: str) -> str | None:
+        now = time.monotonic()
+        self._values = {k: kept for k, kept in self._values.items() if kept[1] > now}
+        kept = self._values.get(key)
+        return kept[0] if kept is not None else None
+
+    def add_sample(self, series: str, value: float, *, keep: int) -> None:
+        with self._lock:
+            self._series[series] = [value, *self._series.get(series, [])][:keep]
+
+    def samples(self, series: str) -> list[float]:
+        with self._lock:
+            return list(self._series.get(series, []))
+
+    def close(self) -> None:
+        pass
+
+
+def open_store(url: str, *, prefix: str) -> RedisStore | MemoryStore:
+    if url == MEMORY_URL:
+        logger.warning("REDIS_URL=%s: state kept in this process; run one replica only", MEMORY_URL)
+        return MemoryStore()
+    client = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+    return RedisStore(client, prefix=prefix)
+
+
+@contextlib.contextmanager
+def private_redis_server() -> Iterator[str | None]:
+    """A redis-server of our own on a Unix socket (no port to collide on), or None if none is installed."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="gpubot-redis-") as tmp:
+        socket_path = Path(tmp) / "redis.sock"
+        process = subprocess.Popen(
+            [binary, "--port", "0", "--unixsocket", str(socket_path), "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            url = f"unix://{socket_path}"
+            _wait_for_ping(url, process)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=SERVER_START_SECONDS)
+
+
+def _wait_for_ping(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + SERVER_START_SECONDS
+    client = redis.Redis.from_url(url)
+    try:
+        while True:
+            with contextlib.suppress(redis.ConnectionError, FileNotFoundError):
+                if client.ping():
+                    return
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start (exit code {process.poll()})")
+            time.sleep(0.02)
+    finally:
+        client.close()

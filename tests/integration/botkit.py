@@ -1,0 +1,123 @@
+"""What every end-to-end bot test shares: the emulator and bot fixtures' parts, and transcript readers.
+
+The sim runs a manual clock, so a scale-up from zero takes milliseconds; helpers wait on the emulator's
+activity (or the sim's state checked on it), never on fixed sleeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+from bot import app, settings
+from bot.core import labels
+from sim.cluster import world
+from sim.slack.runner import BackgroundSlack
+
+CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+RUN = f"run {CUDA} -- sleep 3600"
+WAIT = 10.0
+"""Real seconds to wait for the bot; only reached when something is broken."""
+Json = dict[str, Any]
+
+
+def bot_settings(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
+) -> settings.Settings:
+    kubeconfig = tmp_path / "kubeconfig.yaml"
+    kubeconfig.write_text(yaml.safe_dump(sim.world.kubeconfig()))
+    return settings.Settings(
+        slack=settings.SlackSettings(
+            bot_token=slack.bot_token, app_token=slack.app_token, api_base_url=slack.api_url
+        ),
+        cluster=settings.ClusterSettings(kubeconfig=str(kubeconfig)),
+        quota=settings.QuotaSettings(admins=frozenset({"U_ADMIN"})),
+        redis=settings.RedisSettings(url=redis_url),
+    )
+
+
+@contextlib.contextmanager
+def running_bot(config: settings.Settings, slack: BackgroundSlack, **build: Any) -> Iterator[app.Bot]:
+    """The real bot, in-process: informers synced, threads resumed, one Socket Mode connection."""
+    bot = app.build(config, **build)
+    bot.start(sync_timeout=WAIT)
+    handler = SocketModeHandler(bot.app, config.slack.app_token)
+    handler.connect()  # type: ignore[no-untyped-call]
+    before = slack.connections()
+    slack.wait_until(lambda: slack.connections() > before or slack.connections(), timeout=WAIT)
+    try:
+        yield bot
+    finally:
+        handler.close()  # type: ignore[no-untyped-call]
+        bot.stop()
+
+
+# -- reading the transcript -------------------------------------------------------------------------
+
+
+def roots(slack: BackgroundSlack, channel: str = "C_GPU") -> list[Json]:
+    return [m for m in slack.messages(channel) if not m["thread_ts"] and m["bot_id"]]
+
+
+def replies(slack: BackgroundSlack, root: Json) -> list[str]:
+    return [m["text"] for m in slack.messages(root["channel"]) if m["thread_ts"] == root["ts"]]
+
+
+def the_root(slack: BackgroundSlack) -> Json:
+    (root,) = roots(slack)
+    return root
+
+
+def checklist(message: Json) -> list[str]:
+    steps = next((b for b in message["blocks"] if b.get("block_id") == "gpubot_steps"), None)
+    return steps["text"]["text"].split("\n") if steps else []
+
+
+def gpubot_pods(sim: world.BackgroundWorld) -> list[Json]:
+    return [
+        p
+        for p in sim.pods()
+        if p["metadata"]["labels"].get(labels.MANAGED_BY_LABEL) == labels.MANAGED_BY_VALUE
+    ]
+
+
+def advance_until(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, done: Callable[[], Any], *, limit: float = 900
+) -> Any:
+    """Move the sim clock 5 s at a time until `done()` holds, letting the bot catch up after each step."""
+    moved = 0.0
+    while moved <= limit:
+        with contextlib.suppress(TimeoutError):
+            return slack.wait_until(done, timeout=0.3)
+        sim.advance(5, step=1)
+        moved += 5
+    shown = [m["text"] for m in slack.messages("C_GPU")]
+    raise AssertionError(f"not reached within {limit} simulated seconds; channel shows {shown}")
+
+
+def headline_is(slack: BackgroundSlack, words: str) -> Callable[[], bool]:
+    return lambda: any(words in m["text"] for m in roots(slack))
+
+
+def step_reached(slack: BackgroundSlack, words: str) -> Callable[[], bool]:
+    """The root's checklist shows the step done or current (pending steps have a white circle)."""
+    return lambda: any(
+        words in line and not line.startswith(":white_circle:") for m in roots(slack) for line in checklist(m)
+    )
+
+
+def run_and_wait_for_thread(sim: world.BackgroundWorld, slack: BackgroundSlack) -> Json:
+    delivery = slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
+    assert delivery.acked and delivery.shown == "ephemeral"
+    assert delivery.ack_payload is not None and "Requesting 1 GPU" in delivery.ack_payload["text"]
+    slack.wait_until(lambda: gpubot_pods(sim) and roots(slack), timeout=WAIT)
+    advance_until(sim, slack, headline_is(slack, "Waiting for a GPU node"))
+    return the_root(slack)
+
+
+# -- the story ----------------------------------------------------------------------------------------

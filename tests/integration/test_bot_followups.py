@@ -1,0 +1,137 @@
+"""The bot beyond the happy path, end to end: duplicate deliveries, ETAs from past scale-ups in Redis,
+a node far later than usual, and a released workload's thread followed until its pool is at zero."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import redis
+
+from bot import app
+from bot.adapters import store
+from bot.core import provisioning
+from sim.cluster import world
+from sim.slack.runner import BackgroundSlack
+from tests.integration.botkit import (
+    RUN,
+    WAIT,
+    advance_until,
+    bot_settings,
+    gpubot_pods,
+    headline_is,
+    replies,
+    roots,
+    run_and_wait_for_thread,
+    running_bot,
+    step_reached,
+    the_root,
+)
+
+pytestmark = pytest.mark.usefixtures("slack_env")
+POOL = "gpu-pool"
+GKE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+TICK = 0.05
+"""Real seconds between timer rounds, so a test never waits long for one."""
+
+
+def note(message: dict[str, object]) -> str:
+    blocks = message.get("blocks") or []
+    assert isinstance(blocks, list)
+    found = next((b for b in blocks if b.get("block_id") == "gpubot_note"), None)
+    return found["elements"][0]["text"] if found else ""
+
+
+def remember_scale_ups(redis_url: str, seconds: list[float]) -> store.RedisStore:
+    kept = store.RedisStore(redis.Redis.from_url(redis_url))
+    for value in seconds:
+        kept.add_sample(provisioning.series(POOL), value, keep=provisioning.HISTORY_KEEP)
+    return kept
+
+
+def test_a_redelivered_command_makes_one_thread_and_one_pod(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+) -> None:
+    first = slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
+    slack.wait_until(lambda: gpubot_pods(sim), timeout=WAIT)
+    again = slack.redeliver(first)
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", "status")
+    slack.wait_until(
+        lambda: any("Your workloads" in e["text"] for e in slack.ephemerals("U_ALICE")), timeout=WAIT
+    )
+    assert bot.outbox.flush(WAIT)
+    assert again.acked and again.envelope_ids != first.envelope_ids
+    assert len(roots(slack)) == 1 and len(gpubot_pods(sim)) == 1
+
+
+def test_the_thread_shows_an_eta_from_past_scale_ups_and_records_its_own(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
+) -> None:
+    kept = remember_scale_ups(redis_url, [100.0, 120.0, 140.0])
+    with running_bot(bot_settings(sim, slack, tmp_path, redis_url), slack):
+        run_and_wait_for_thread(sim, slack)
+        advance_until(sim, slack, headline_is(slack, "Scale-up triggered"))
+        eta = slack.wait_until(lambda: note(the_root(slack)), timeout=WAIT)
+        advance_until(sim, slack, step_reached(slack, "Running"))
+    assert eta.startswith("ETA ") and "usually ready 2m00s after the scale-up" in eta, eta
+    assert "median of the last 3" in eta
+    assert note(the_root(slack)) == ""  # the node came; no ETA on a running workload
+    newest, *older = kept.samples(provisioning.series(POOL))
+    assert older == [140.0, 120.0, 100.0] and newest > 0
+
+
+def test_a_node_far_later_than_usual_is_flagged_in_the_thread(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
+) -> None:
+    remember_scale_ups(redis_url, [60.0, 60.0, 60.0])
+    sim.run(lambda: sim.world.faults.never_register.add(POOL))
+    config = bot_settings(sim, slack, tmp_path, redis_url)
+    with running_bot(config, slack, clock=sim.world.clock.datetime, tick_seconds=TICK):
+        root = run_and_wait_for_thread(sim, slack)
+        advance_until(sim, slack, headline_is(slack, "Scale-up triggered"))
+        early = replies(slack, root)
+        sim.advance(7 * 60, step=30)
+        said = slack.wait_until(
+            lambda: [r for r in replies(slack, root) if "far longer than usual" in r], timeout=WAIT
+        )
+    assert not any("far longer" in r for r in early)
+    (warning,) = said
+    assert "usually 1m00s" in warning and "Fix:" in warning, warning
+
+
+def test_a_released_thread_says_when_its_pool_drained_to_zero(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+) -> None:
+    root = run_and_wait_for_thread(sim, slack)
+    advance_until(sim, slack, step_reached(slack, "Running"))
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
+    advance_until(sim, slack, lambda: any("drained to 0" in r for r in replies(slack, root)), limit=1800)
+    (drained,) = [r for r in replies(slack, root) if "drained to 0" in r]
+    assert not [
+        n for n in sim.nodes() if n["metadata"]["labels"].get("cloud.google.com/gke-nodepool") == POOL
+    ]
+    assert drained.startswith(f"Pool {POOL} drained to 0 nodes, ") and "after release" in drained
+
+
+def test_two_replicas_speak_once_and_the_follower_takes_over(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
+) -> None:
+    config = bot_settings(sim, slack, tmp_path, redis_url)
+    one = dataclasses.replace(config, leader=dataclasses.replace(config.leader, identity="gpubot-a"))
+    two = dataclasses.replace(config, leader=dataclasses.replace(config.leader, identity="gpubot-b"))
+    with running_bot(one, slack) as first:
+        slack.wait_until(lambda: first.leading, timeout=WAIT)
+        with running_bot(two, slack) as second:
+            assert slack.connections() == 2 and not second.leading
+            typed = slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
+            slack.redeliver(typed)  # round robin: the other replica gets the same request
+            root = slack.wait_until(lambda: roots(slack) and the_root(slack), timeout=WAIT)
+            advance_until(sim, slack, headline_is(slack, "Scale-up triggered"))
+            first.stop()  # the leader leaves (and releases the Lease)
+            slack.wait_until(lambda: second.leading, timeout=WAIT)
+            advance_until(sim, slack, lambda: "Running" in replies(slack, root))
+            assert second.outbox.flush(WAIT)
+    said = replies(slack, root)
+    assert len(roots(slack)) == 1 and len(gpubot_pods(sim)) == 1
+    assert said.count("Running") == 1 and sum("Scale-up triggered" in r for r in said) == 1, said

@@ -1,0 +1,93 @@
+"""`gpubot demo --interactive`: lines a person types drive the real bot on the demo's own environment."""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot import cli_demo, cli_interactive
+from bot.core import labels
+from sim.slack.transcript import Json
+
+pytestmark = pytest.mark.usefixtures("slack_env")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def gpubot_pods(story: cli_demo.Story) -> list[Json]:
+    return [
+        p
+        for p in story.sim.pods()
+        if p["metadata"]["labels"].get(labels.MANAGED_BY_LABEL) == labels.MANAGED_BY_VALUE
+    ]
+
+
+def release_number(listing: str) -> str:
+    found = re.findall(r"^ +(\d+)\. \[Release GPU\]", listing, re.MULTILINE)
+    assert len(found) == 1, listing
+    return str(found[0])
+
+
+def test_a_person_runs_a_gpu_then_releases_it_with_the_button() -> None:
+    out = io.StringIO()
+    with cli_demo.demo_environment(out) as story:
+        session = cli_interactive.Session(story, out)
+        session.run(io.StringIO(f"frobnicate\nwait soon\n/gpu {cli_demo.RUN}\nwait 7m\n"))
+        (pod,) = gpubot_pods(story)
+        assert pod["status"]["phase"] == "Running"
+        assert story.headline("U_ALICE", "Running on gke-")()
+
+        listing_starts = len(out.getvalue())
+        session.run(io.StringIO("buttons\n"))
+        number = release_number(out.getvalue()[listing_starts:])
+        session.run(io.StringIO(f"click {number}\n/gpu status\nwait 1m\nquit\nas bob\n"))
+        assert gpubot_pods(story) == []
+        assert story.headline("U_ALICE", "Released")()
+        assert story.ephemeral("U_ALICE", "Your workloads")()
+        kinds = [(a["kind"], a["user"]) for a in story.slack.transcript()["actions"]]
+        assert kinds == [("command", "U_ALICE"), ("click", "U_ALICE"), ("command", "U_ALICE")]
+
+    text = out.getvalue()
+    beats = [
+        "alice> frobnicate\nhint: `frobnicate` is not something this demo knows",
+        "alice> wait soon\nhint: `wait` takes a time like 90s, 5m or 1h30m",
+        "** alice types `/gpu run nvidia/cuda:12.4.1-base-ubuntu22.04 -- sleep 3600` in #gpu-users",
+        "** alice waits 7m",
+        "*Running on gke-",
+        "** waited 7m",
+        f"alice> buttons\n  {number}. [Release GPU] on ",
+        f"alice> click {number}\n",
+        "** alice clicks [Release GPU] on ",
+        'and confirms "Release gpu-u-alice-',
+        "alice> /gpu status",
+        "Your workloads",
+        "*Released: the pod is deleted and its GPU is back in the pool*",
+        "alice> quit",
+    ]
+    positions = [text.find(beat) for beat in beats]
+    assert -1 not in positions, [b for b, p in zip(beats, positions, strict=True) if p == -1]
+    assert positions == sorted(positions), text
+    assert "as bob" not in text  # nothing is read after `quit`
+
+
+def test_the_command_starts_the_prompt_and_exits_cleanly_at_end_of_input() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "demo", "--interactive"],
+        input="as bob\n",
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "/gpu run nvidia/cuda:12.4.1-base-ubuntu22.04 -- sleep 3600" in done.stdout
+    assert "alice> as bob\n" in done.stdout
+    assert "** you now type as bob" in done.stdout
+    assert done.stdout.rstrip().endswith("you now type as bob"), done.stdout
+    assert "Traceback" not in done.stderr

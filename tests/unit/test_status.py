@@ -1,0 +1,96 @@
+"""`/gpu status`'s pool lines: nodes, GPUs, autoscaler bounds and what the pool costs right now."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bot import settings as bot_settings
+from bot.core import lifecycle, models, workloads
+from bot.services import status
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+PROFILES = bot_settings.load_profiles(bot_settings.BUILTIN_PROFILES_YAML)
+T4 = PROFILES["t4"]
+GPU_NODE_LABELS = {workloads.GKE_NODEPOOL_LABEL: "gpu-pool", "app-type": "gpu-workloads"}
+
+
+def gpu_node(name: str, *, ready: bool = True, gpus: int = 1, pool: str = "gpu-pool") -> lifecycle.NodeSeen:
+    node_labels = GPU_NODE_LABELS | {workloads.GKE_NODEPOOL_LABEL: pool}
+    return lifecycle.NodeSeen(T0, name, ready=ready, gpus=gpus, pool=pool, labels=node_labels)
+
+
+def running_on(node: str) -> workloads.Workload:
+    return workloads.Workload(
+        name="gpu-alice-1",
+        namespace="default",
+        uid="u-1",
+        owner_id="U_ALICE",
+        requester_name="alice",
+        profile="t4",
+        channel="C_GPU",
+        thread_ts="1.2",
+        lease_end=None,
+        requested_at=T0,
+        gpus=1,
+        phase="Running",
+        node=node,
+        command="/gpu run ubuntu",
+        deletion_requested=False,
+    )
+
+
+def test_a_pool_line_says_what_the_pool_costs_now() -> None:
+    (view,) = status.pool_views(
+        [gpu_node("n1")], [running_on("n1")], {"gpu-pool": (0, 5)}, profiles=PROFILES.values()
+    )
+    assert view.price_per_hour == T4.price_per_hour == 0.54
+    assert status.pool_line(view) == (
+        "• gpu-pool: 1 node(s) ready, 0 provisioning · GPUs 0 free, 1 used · size 0 to 5 · ≈ $0.54/h now"
+    )
+
+
+def test_provisioning_nodes_cost_too() -> None:
+    nodes = [gpu_node("n1"), gpu_node("n2", ready=False, gpus=0), gpu_node("n3", ready=True, gpus=0)]
+    (view,) = status.pool_views(nodes, [], {}, profiles=[T4])
+    assert (view.ready, view.provisioning, view.nodes_up) == (1, 2, 3)
+    assert status.pool_line(view).endswith("GPUs 1 free, 0 used · ≈ $1.62/h now")
+
+
+def test_a_pool_at_zero_costs_nothing_even_at_an_unknown_price() -> None:
+    (view,) = status.pool_views([], [], {"gpu-pool": (0, 5)}, profiles=[T4])
+    assert view.price_per_hour is None
+    assert status.pool_line(view) == (
+        "• gpu-pool: 0 node(s) ready, 0 provisioning · GPUs 0 free, 0 used · size 0 to 5 · $0/h now"
+    )
+
+
+@pytest.mark.parametrize(
+    "profiles",
+    [
+        [],
+        [models.GpuProfile(name="a100", node_selector=(("app-type", "other"),), price_per_hour=3.67)],
+        [models.GpuProfile(name="free", node_selector=T4.node_selector, price_per_hour=0.0)],
+    ],
+    ids=["no profiles", "no profile matches the nodes", "the matching profile has no price"],
+)
+def test_an_unknown_price_leaves_the_cost_out(profiles: list[models.GpuProfile]) -> None:
+    (view,) = status.pool_views([gpu_node("n1")], [], {}, profiles=profiles)
+    line = status.pool_line(view)
+    assert view.price_per_hour is None and "$" not in line
+    assert line == "• gpu-pool: 1 node(s) ready, 0 provisioning · GPUs 1 free, 0 used"
+
+
+def test_each_pool_is_priced_by_its_own_nodes() -> None:
+    accelerator = "cloud.google.com/gke-accelerator"
+    a100 = models.GpuProfile(
+        name="a100", node_selector=((accelerator, "nvidia-tesla-a100"),), price_per_hour=3.67
+    )
+    a100_labels = {workloads.GKE_NODEPOOL_LABEL: "a100-pool", accelerator: "nvidia-tesla-a100"}
+    big = lifecycle.NodeSeen(T0, "a1", ready=True, gpus=1, pool="a100-pool", labels=a100_labels)
+    views = status.pool_views([big, gpu_node("n1"), gpu_node("n2")], [], {}, profiles=[T4, a100])
+    assert [(v.name, status.cost_text(v)) for v in views] == [
+        ("a100-pool", "≈ $3.67/h now"),
+        ("gpu-pool", "≈ $1.08/h now"),
+    ]
