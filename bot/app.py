@@ -24,10 +24,10 @@ from slack_sdk import WebClient
 
 import handlers
 from bot import settings as settings_module
-from bot.adapters import kube, leader, slack_outbox, slack_render, store
+from bot.adapters import kube, leader, metrics, slack_outbox, slack_render, store
 from bot.core import notices, ports
 from bot.core.ports import WatchCallback
-from bot.services import Services, launcher, scale_notifier, tracker
+from bot.services import Services, launcher, leases, reaper, scale_notifier, tracker
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,10 @@ class OutboxChat:
         text, blocks = slack_render.render(notice)
         self.outbox.ephemeral(channel, user, text, blocks)
 
+    def dm(self, user: str, notice: notices.Notice) -> None:
+        text, blocks = slack_render.render(notice)
+        self.outbox.dm(user, text, blocks)
+
 
 @dataclass
 class Bot:
@@ -73,6 +77,8 @@ class Bot:
     """Channel scale-episode messages, when a scale channel is configured."""
     elector: leader.LeaderElector | None = None
     """With several replicas, only the Lease holder speaks in threads and channels and runs timers."""
+    idle_reaper: reaper.Reaper | None = None
+    reap_seconds: float = 60.0
     tick_seconds: float = TICK_SECONDS
     scheduler: BackgroundScheduler = field(default_factory=lambda: BackgroundScheduler(timezone="UTC"))
 
@@ -98,6 +104,8 @@ class Bot:
         else:
             self.elector.start()
         self.scheduler.add_job(self.tick, "interval", seconds=self.tick_seconds, id="tick", coalesce=True)
+        if self.idle_reaper is not None:
+            self.scheduler.add_job(self.reap, "interval", seconds=self.reap_seconds, id="reap", coalesce=True)
         self.scheduler.start()
 
     def lead(self) -> None:
@@ -120,6 +128,16 @@ class Bot:
             self.services.tracker.tick()
         except Exception:  # a timer must survive one bad round; the next tick tries again
             logger.exception("tick failed")
+
+    def reap(self) -> list[reaper.Done]:
+        """One reaper round; only the leader reaps, so two replicas never remind or delete twice."""
+        if self.idle_reaper is None or not self.leading:
+            return []
+        try:
+            return self.idle_reaper.run_once()
+        except Exception:  # the next round tries again; a reaper that dies silently keeps nodes alive
+            logger.exception("reaper round failed")
+            return []
 
     def stop(self) -> None:
         if self.scheduler.running:
@@ -172,10 +190,17 @@ def build(
         profiles=catalog.profiles,
         default_profile=catalog.default,
         policy=settings.policy(),
+        reaper=settings.reaper_policy(),
     )
     services = Services(
         launcher=launcher.Launcher(cluster, chat, launch, clock=clock),
-        tracker=tracker.Tracker(chat, clock=clock, store=kept),
+        leases=leases.Leases(cluster, chat, launch, clock=clock),
+        tracker=tracker.Tracker(
+            chat,
+            clock=clock,
+            store=kept,
+            prices={name: profile.price_per_hour for name, profile in catalog.profiles.items()},
+        ),
         store=kept,
     )
     app = App(
@@ -203,6 +228,17 @@ def build(
         scales=scales,
         tick_seconds=tick_seconds,
     )
+    bot.idle_reaper = reaper.Reaper(
+        cluster,
+        chat,
+        settings.reaper_policy(),
+        namespace=settings.cluster.namespace,
+        live_workloads=reaper.live_from(services.tracker.threads),
+        clock=clock,
+        store=kept,
+        metrics=_metrics(settings),
+    )
+    bot.reap_seconds = settings.reaper.interval_seconds
     if settings.leader.enabled:
         bot.elector = leader.LeaderElector(
             cluster.api,
@@ -234,6 +270,14 @@ def make_http_server(app: App, *, port: int, path: str, host: str = "0.0.0.0") -
         server_class=_ThreadingWSGIServer,
         handler_class=_QuietRequestHandler,
     )
+
+
+def _metrics(settings: settings_module.Settings) -> metrics.PrometheusMetrics | None:
+    found = settings.reaper
+    if not found.prometheus_url:
+        logger.info("no GPUBOT_PROMETHEUS_URL: leases are reaped, idleness is not measured")
+        return None
+    return metrics.PrometheusMetrics(found.prometheus_url, metric=found.gpu_metric)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -32,11 +32,15 @@ WALL_STAMP = re.compile(r"^\[\d\d:\d\d:\d\d\] ")
 
 CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 RUN = f"run {CUDA} -- sleep 3600"
+BOB_RUN = f"run {CUDA} --hours 1 -- sleep 86400"
+"""A one-hour lease on a job that only sleeps: the reaper's reminder and idleness both come up."""
 USERS_CHANNEL, OPS_CHANNEL = "C_GPU", "C_OPS"
 POOL = "gpu-pool"
 NAMES = {"U_ALICE": "alice", "U_BOB": "bob", "U_ADMIN": "admin"}
 BOT_WAIT = 10.0
 """Real seconds to wait for the bot to answer something it must answer; reached only when broken."""
+REAPER_SECONDS = 0.1
+"""Real seconds between reaper rounds: the story's clock runs minutes per second."""
 QUIET = 0.15
 """Real seconds without a sought change after a clock step before the story moves the clock again."""
 LOOPBACK_UNSAFE_ENV = (
@@ -146,6 +150,19 @@ class Story:
             moved += step
         raise RuntimeError(f"the story stalled: not reached within {limit:g} simulated seconds")
 
+    def click(self, user: str, words: str, action_id: str) -> None:
+        """`user` presses a button on the newest message in their thread that says `words`."""
+        root = self.thread_of(user)
+        assert root is not None, f"{NAMES[user]} has no thread"
+        message = next(
+            m
+            for m in reversed(self.slack.messages(USERS_CHANNEL))
+            if m["thread_ts"] == root["ts"] and words in m["text"]
+        )
+        label = action_id.removeprefix("gpubot_").capitalize()
+        self.live.say(f"{NAMES[user]} presses [{label}] on the bot's message")
+        self.slack.click_button(user, USERS_CHANNEL, message["ts"], action_id)
+
     # -- reading the transcript ---------------------------------------------------------------
     def roots(self, channel: str = USERS_CHANNEL) -> list[Json]:
         return [m for m in self.slack.messages(channel) if not m["thread_ts"] and m["bot_id"]]
@@ -197,7 +214,7 @@ def play(story: Story) -> None:
     story.type("U_ALICE", "status")
     story.expect(story.ephemeral("U_ALICE", "Your workloads"))
 
-    story.type("U_BOB", RUN)
+    story.type("U_BOB", BOB_RUN)
     story.expect(lambda: story.thread_of("U_BOB"))
     story.advance_until(story.replied("U_BOB", "maximum size"))
     say("bob's pod waits: the pool is at its maximum, and his thread says why and what he can do")
@@ -208,8 +225,14 @@ def play(story: Story) -> None:
     say("alice's GPU is free, so bob's pending pod gets her node")
     story.advance_until(story.headline("U_BOB", "Running"))
 
-    story.type("U_BOB", "release all")
-    story.expect(story.ephemeral("U_BOB", "Released"))
+    say("bob's job only sleeps, so the GPU metric shows it idle; after 45 minutes the reaper warns him")
+    story.advance_until(story.replied("U_BOB", "idle for"), step=30, limit=2 * 3600)
+    story.click("U_BOB", "idle for", "gpubot_keep")
+    story.expect(story.replied("U_BOB", "Kept by its owner"))
+    say("bob asked for a one-hour lease; before it ends the reaper reminds him, in his thread and by DM")
+    story.advance_until(story.replied("U_BOB", "ends at"), step=30, limit=3600)
+    say("bob does not answer the reminder, nor the last nudge; after the grace period the reaper deletes it")
+    story.advance_until(story.replied("U_BOB", "nobody extended it"), step=30, limit=3600)
     say("nothing holds a GPU now; the autoscaler removes the idle node after its scale-down delay")
     story.advance_until(lambda: story.pool_size() == 0 and story.ops_says("back at 0"), step=15, limit=3600)
     say(f"{POOL} is back at 0 nodes; the #gpu-ops message closes the episode")
@@ -259,6 +282,7 @@ def bot_settings(
         cluster=settings.ClusterSettings(kubeconfig=str(kubeconfig)),
         quota=settings.QuotaSettings(admins=frozenset({"U_ADMIN"})),
         redis=settings.RedisSettings(url=redis_url),
+        reaper=settings.ReaperSettings(prometheus_url=sim.url, interval_seconds=REAPER_SECONDS),
     )
 
 

@@ -13,12 +13,13 @@ import socket
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
-from bot.core import commands, labels, models, quantities
+from bot.core import commands, labels, models, quantities, reaping
 
 SlackMode = Literal["socket", "http"]
 REDACTED = "***"
@@ -69,12 +70,30 @@ class ReaperSettings:
     default_lease_hours: float = 4.0
     """A lease long enough for an experiment, short enough that a forgotten GPU is reclaimed the same day."""
     max_lease_hours: float = 24.0
-    reminder_minutes: float = 30.0
-    """Minutes before the lease ends when the owner gets a reminder with an Extend button."""
+    """The longest lease one `/gpu run --hours` may ask for."""
+    max_total_lease_hours: float = 72.0
+    """Cap on a lease's whole length, extensions included: a weekend, not a month."""
+    reminder_minutes: float = 15.0
+    """Minutes before the lease ends when the owner gets a reminder with Extend and Release buttons."""
+    nudge_minutes: float = 3.0
+    """The last nudge, this close to the end."""
+    grace_minutes: float = 5.0
+    """After the lease end, before the delete: room to press Extend on a reminder read late."""
+    idle_threshold_percent: float = 5.0
+    idle_window_minutes: float = 45.0
+    """GPU use below the threshold for this long, by the metric, makes a workload idle."""
+    idle_grace_minutes: float = 15.0
+    """After the idle warning, before the release, unless the owner keeps it."""
+    finished_retention_minutes: float = 60.0
+    """Finished pods stay this long so their logs can be read."""
+    prometheus_url: str = ""
+    """Prometheus HTTP API with the DCGM exporter's metrics; empty turns idleness detection off."""
+    gpu_metric: str = "DCGM_FI_DEV_GPU_UTIL"
+    """Or DCGM_FI_PROF_GR_ENGINE_ACTIVE (a 0-1 ratio), whichever the exporter is set to collect."""
     interval_seconds: float = 60.0
     """How often the reaper looks; leases are in hours, so a minute of lateness is harmless."""
     dry_run: bool = False
-    """Log what would be deleted, delete nothing."""
+    """Post and log what the reaper would do; change nothing."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +161,21 @@ class Settings:
             default_lease_hours=self.reaper.default_lease_hours,
             max_lease_hours=self.reaper.max_lease_hours,
             admins=self.quota.admins,
+        )
+
+    def reaper_policy(self) -> reaping.ReaperPolicy:
+        """The core's view of the reaper's timings."""
+        found = self.reaper
+        return reaping.ReaperPolicy(
+            remind_before=timedelta(minutes=found.reminder_minutes),
+            nudge_before=timedelta(minutes=found.nudge_minutes),
+            grace=timedelta(minutes=found.grace_minutes),
+            idle_threshold_percent=found.idle_threshold_percent,
+            idle_window=timedelta(minutes=found.idle_window_minutes),
+            idle_grace=timedelta(minutes=found.idle_grace_minutes),
+            finished_retention=timedelta(minutes=found.finished_retention_minutes),
+            max_total_hours=found.max_total_lease_hours,
+            dry_run=found.dry_run,
         )
 
     def redacted(self) -> dict[str, Any]:
@@ -289,10 +323,29 @@ def _read_reaper(env: _EnvReader) -> ReaperSettings:
         env.problems.append(
             f"GPUBOT_DEFAULT_LEASE_HOURS={default_hours:g} exceeds GPUBOT_MAX_LEASE_HOURS={max_hours:g}"
         )
+    metric = env.text("GPUBOT_GPU_METRIC", "DCGM_FI_DEV_GPU_UTIL")
+    if metric not in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"):
+        env.problems.append(
+            f"GPUBOT_GPU_METRIC={metric!r}: expected DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+        )
+    day = 24 * 60
     return ReaperSettings(
         default_lease_hours=default_hours,
         max_lease_hours=max_hours,
-        reminder_minutes=env.number("GPUBOT_REMINDER_MINUTES", 30.0, minimum=0, maximum=24 * 60),
+        max_total_lease_hours=env.number(
+            "GPUBOT_MAX_TOTAL_LEASE_HOURS", max(72.0, max_hours), minimum=max_hours, maximum=24 * 365
+        ),
+        reminder_minutes=env.number("GPUBOT_REMINDER_MINUTES", 15.0, minimum=0, maximum=day),
+        nudge_minutes=env.number("GPUBOT_NUDGE_MINUTES", 3.0, minimum=0, maximum=day),
+        grace_minutes=env.number("GPUBOT_GRACE_MINUTES", 5.0, minimum=0, maximum=day),
+        idle_threshold_percent=env.number("GPUBOT_IDLE_THRESHOLD_PERCENT", 5.0, minimum=0, maximum=100),
+        idle_window_minutes=env.number("GPUBOT_IDLE_WINDOW_MINUTES", 45.0, minimum=1, maximum=day),
+        idle_grace_minutes=env.number("GPUBOT_IDLE_GRACE_MINUTES", 15.0, minimum=0, maximum=day),
+        finished_retention_minutes=env.number(
+            "GPUBOT_FINISHED_RETENTION_MINUTES", 60.0, minimum=0, maximum=30 * day
+        ),
+        prometheus_url=env.text("GPUBOT_PROMETHEUS_URL"),
+        gpu_metric=metric,
         interval_seconds=env.number("GPUBOT_REAPER_INTERVAL_SECONDS", 60.0, minimum=1, maximum=3600),
         dry_run=env.flag("GPUBOT_REAPER_DRY_RUN"),
     )

@@ -1,4 +1,4 @@
-"""Handlers: buttons on gpubot's messages. Ack at once; the release itself runs lazily in the service."""
+"""Handlers: buttons on gpubot's messages. Ack at once; the change runs lazily in the leases service."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from slack_bolt import Ack, App
 from bot.services import Services
 
 RELEASE_ACTION = "gpubot_release"
-"""Must equal `slack_render.RELEASE_ACTION`; handlers may not import adapters, so a test keeps them equal."""
+EXTEND_ACTION = "gpubot_extend"
+KEEP_ACTION = "gpubot_keep"
+"""Must equal `slack_render`'s action ids; handlers may not import adapters, so a test keeps them equal."""
 
 
 def clicked(body: dict[str, Any]) -> tuple[str, str, str]:
@@ -19,20 +21,33 @@ def clicked(body: dict[str, Any]) -> tuple[str, str, str]:
     return str(action.get("value", "")), str((body.get("user") or {}).get("id", "")), str(channel)
 
 
-class ReleaseButton:
+class LeaseButtons:
+    """Release, Extend and Keep: each value is the workload's `namespace/name`, the clicker is the actor."""
+
     def __init__(self, services: Services) -> None:
         self.services = services
 
-    def ack_release(self, ack: Ack) -> None:
+    def ack_click(self, ack: Ack) -> None:
         ack()
 
+    def _first(self, body: dict[str, Any]) -> bool:
+        return self.services.first_delivery(str(body.get("trigger_id", "")))
+
     def run_release(self, body: dict[str, Any]) -> None:
-        if not self.services.first_delivery(str(body.get("trigger_id", ""))):
-            return
-        value, user, channel = clicked(body)
-        self.services.launcher.release_key(value, user, channel)
+        if self._first(body):
+            self.services.leases.release_key(*clicked(body))
+
+    def run_extend(self, body: dict[str, Any]) -> None:
+        if self._first(body):
+            self.services.leases.extend_key(*clicked(body))
+
+    def run_keep(self, body: dict[str, Any]) -> None:
+        if self._first(body):
+            self.services.leases.keep_key(*clicked(body))
 
 
 def register(app: App, services: Services) -> None:
-    button = ReleaseButton(services)
-    app.action(RELEASE_ACTION)(ack=button.ack_release, lazy=[button.run_release])
+    buttons = LeaseButtons(services)
+    app.action(RELEASE_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_release])
+    app.action(EXTEND_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_extend])
+    app.action(KEEP_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_keep])

@@ -13,13 +13,14 @@ COMMAND = "/gpu"
 
 
 def ack_text(parsed: models.GpuCommand | models.UsageError) -> str | None:
-    """What the user sees at once: the refusal, the help, a "requesting…", or nothing (status, release)."""
+    """What the user sees at once: the refusal, the help, a "requesting…", or nothing.
+
+    Status, release and extend say nothing yet: their answer needs the cluster, and comes as an ephemeral.
+    """
     if isinstance(parsed, models.UsageError):
         return parsed.message
     if isinstance(parsed, models.HelpRequest):
         return commands.help_text(parsed.topic)
-    if isinstance(parsed, models.ExtendRequest):
-        return "`/gpu extend` is not available yet; `/gpu release` and a new `/gpu run` will do for now."
     if isinstance(parsed, models.RunRequest):
         gpus = (
             notices.format_gpus(parsed.gpus, parsed.profile)
@@ -55,8 +56,11 @@ class GpuCommand:
         if not self.services.first_delivery(str(command.get("trigger_id", ""))):
             return
         parsed = commands.parse_gpu_command(str(command.get("text", "")))
-        if isinstance(parsed, models.RunRequest | models.StatusRequest | models.ReleaseRequest):
-            self.services.launcher.handle(parsed, owner_of(command), str(command.get("channel_id", "")))
+        owner, channel = owner_of(command), str(command.get("channel_id", ""))
+        if isinstance(parsed, models.RunRequest | models.StatusRequest):
+            self.services.launcher.handle(parsed, owner, channel)
+        elif isinstance(parsed, models.ReleaseRequest | models.ExtendRequest):
+            self.services.leases.handle(parsed, owner.user_id, channel)
 
 
 def register(app: App, services: Services) -> None:

@@ -13,6 +13,7 @@ from bot.core import notices
 Block = dict[str, Any]
 
 RELEASE_ACTION = "gpubot_release"
+KEEP_ACTION = "gpubot_keep"
 EXTEND_ACTION = "gpubot_extend"
 """Button action ids; handlers route clicks on them, and the value is the workload's `namespace/name`."""
 
@@ -40,7 +41,20 @@ def render(notice: notices.Notice) -> Rendered:
         return render_thread_status(notice)
     if isinstance(notice, notices.ChannelEpisode):
         return render_episode(notice)
+    if isinstance(notice, notices.Reminder):
+        return render_reminder(notice)
     return render_text(notice.text)
+
+
+def render_reminder(reminder: notices.Reminder) -> Rendered:
+    blocks = sections(reminder.text)[: MAX_BLOCKS - 2]
+    if reminder.thread_channel:
+        blocks.append(
+            context([f"its thread is in <#{escape(reminder.thread_channel)}>"], block_id="gpubot_where")
+        )
+    if reminder.buttons.any:
+        blocks.append(button_row(reminder.workload, reminder.workload.rpartition("/")[2], reminder.buttons))
+    return Rendered(fallback(reminder.text), blocks)
 
 
 def render_text(text: str) -> Rendered:
@@ -102,14 +116,20 @@ def step_line(step: notices.StepLine) -> str:
 
 
 def actions(status: notices.ThreadStatus) -> Block:
-    value = clip(status.workload, BUTTON_VALUE_MAX)
+    return button_row(status.workload, status.name, status.buttons)
+
+
+def button_row(workload: str, name: str, buttons: notices.Buttons) -> Block:
+    value = clip(workload, BUTTON_VALUE_MAX)
     elements: list[Block] = []
-    if status.buttons.extend:
-        elements.append(button("Extend lease", EXTEND_ACTION, value))
-    if status.buttons.release:
+    if buttons.extend:
+        elements.append(button("Extend lease", EXTEND_ACTION, value, style="primary"))
+    if buttons.keep:
+        elements.append(button("Keep it, I'm using it", KEEP_ACTION, value))
+    if buttons.release:
         release = button("Release GPU", RELEASE_ACTION, value, style="danger")
         release["confirm"] = {
-            "title": plain(f"Release {clip(status.name, 80)}?"),
+            "title": plain(f"Release {clip(name, 80)}?"),
             "text": plain("The pod is deleted and its GPU goes back to the pool."),
             "confirm": plain("Release"),
             "deny": plain("Keep it"),

@@ -69,6 +69,20 @@ class RedisStore:
             return None
         return raw.decode() if isinstance(raw, bytes) else raw
 
+    def add_amount(self, key: str, amount: float, ttl_seconds: int) -> None:
+        name = self._prefix + key
+        try:
+            with self._redis.pipeline() as pipe:
+                pipe.incrbyfloat(name, amount)
+                pipe.expire(name, max(1, ttl_seconds))
+                pipe.execute()
+        except redis.RedisError as err:
+            logger.warning("redis unavailable (%s); %s not added to", err, key)
+
+    def amount(self, key: str) -> float:
+        found = self.recall(key)
+        return float(found) if found else 0.0
+
     def close(self) -> None:
         self._redis.close()
 
@@ -96,6 +110,15 @@ class MemoryStore:
     def recall(self, key: str) -> str | None:
         with self._lock:
             return self._live(key)
+
+    def add_amount(self, key: str, amount: float, ttl_seconds: int) -> None:
+        with self._lock:
+            total = float(self._live(key) or 0.0) + amount
+            self._values[key] = (repr(total), time.monotonic() + max(1, ttl_seconds))
+
+    def amount(self, key: str) -> float:
+        with self._lock:
+            return float(self._live(key) or 0.0)
 
     def _live(self, key: str) -> str | None:
         now = time.monotonic()

@@ -427,8 +427,15 @@ def _parse_release(args: Sequence[str], text: str) -> models.ReleaseRequest | mo
 def _extend_hours(word: str, name: str | None) -> float | models.UsageError:
     hours = parse_hours(word)
     prefix = f"/gpu extend {name} " if name else "/gpu extend "
+    if hours is None and _looks_negative(word):
+        return models.UsageError(
+            f"An extension adds time: give a positive number of hours, not {word[:20]}.", f"{prefix}4"
+        )
     if hours is None:
-        return models.UsageError(f"{word[:20]!r} is not a number of hours.", f"{prefix}4")
+        return models.UsageError(
+            f"{word[:20]!r} is not a number of hours; extend by hours like `2`, `1.5` or `90m`.",
+            f"{prefix}4",
+        )
     if not MIN_HOURS <= hours <= MAX_HOURS:
         return models.UsageError(f"Extend by 3 minutes to {MAX_HOURS:g} hours, not {word}.", f"{prefix}4")
     return hours
@@ -439,8 +446,8 @@ def _parse_extend(args: Sequence[str], text: str) -> models.ExtendRequest | mode
         return models.UsageError(
             "`/gpu extend` takes a workload name and a number of hours.", USAGES["extend"]
         )
-    if len(args) == 1 and parse_hours(args[0]) is not None:
-        args = ["", args[0]]
+    if len(args) == 1 and (parse_hours(args[0]) is not None or _looks_negative(args[0])):
+        args = ["", args[0]]  # hours alone (no name starts with `-`): the caller's only workload
     name: str | models.UsageError | None = None
     if args and args[0]:
         name = _check_workload_name(args[0], "/gpu extend NAME 4")
@@ -489,7 +496,13 @@ HELP: dict[str, str] = {
     ),
     "status": "Your workloads (name, phase, node, age, lease left, GPUs) and the pool; `all`: everyone's.",
     "release": "Delete a workload (NAME), your only one (no name), or all yours (`all`). Admins: any.",
-    "extend": "Push a lease further: `/gpu extend NAME 2` adds two hours; no hours adds the default lease.",
+    "extend": (
+        "Push a lease's end further: `/gpu extend NAME 2` adds two hours to its end (or to now, if later).\n"
+        "  NAME     which workload (default: your only running one)\n"
+        "  HOURS    e.g. `2`, `1.5` or `90m` (default: the default lease's length)\n"
+        "A lease's whole length is capped; the refusal says how much still fits. Owner or admin only.\n"
+        "Example: `/gpu extend my-training 2`"
+    ),
     "help": "This help; `/gpu help run` for one command.",
 }
 

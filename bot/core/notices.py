@@ -33,10 +33,12 @@ class StepLine:
 class Buttons:
     release: bool = False
     extend: bool = False
+    keep: bool = False
+    """Keep an idle workload: the owner still needs it."""
 
     @property
     def any(self) -> bool:
-        return self.release or self.extend
+        return self.release or self.extend or self.keep
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,18 @@ class Reply:
 
 
 @dataclass(frozen=True)
+class Reminder:
+    """The reaper speaking to an owner, in the workload's thread or a DM, with what they can press."""
+
+    text: str
+    workload: str
+    """`namespace/name`, carried back by the buttons."""
+    buttons: Buttons = Buttons()
+    thread_channel: str = ""
+    """Set on a DM: the channel whose thread follows the workload, linked for the reader."""
+
+
+@dataclass(frozen=True)
 class Ephemeral:
     """An answer only the person who asked sees: usage errors, `/gpu status`, refusals."""
 
@@ -98,7 +112,7 @@ class ChannelEpisode:
     """What the episode cost, formatted, once known."""
 
 
-Notice = ThreadStatus | Reply | Ephemeral | ChannelEpisode
+Notice = ThreadStatus | Reply | Reminder | Ephemeral | ChannelEpisode
 
 
 def format_elapsed(seconds: float) -> str:

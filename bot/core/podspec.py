@@ -195,6 +195,27 @@ def release_audit_entry(actor: str, *, owner_id: str, now: datetime) -> models.A
     return models.AuditEntry(action="release", actor=actor, at=now, detail=(("by", by),))
 
 
+def extension_audit_entry(
+    actor: str, *, hours: float, lease_end: datetime, now: datetime
+) -> models.AuditEntry:
+    """A `/gpu extend` (or the Extend button): who, when, by how much, and the lease end it set."""
+    detail = (("hours", f"{hours:g}"), ("lease_end", format_time(lease_end)))
+    return models.AuditEntry(action="extend", actor=actor, at=now, detail=detail)
+
+
+def keep_audit_entry(actor: str, *, kept_until: datetime, now: datetime) -> models.AuditEntry:
+    """The Keep button on an idle warning: who vouched that the GPU is in use, and until when."""
+    return models.AuditEntry(
+        action="keep", actor=actor, at=now, detail=(("kept_until", format_time(kept_until)),)
+    )
+
+
+def lease_annotations(*, requested_at: datetime, lease_end: datetime) -> dict[str, str]:
+    """The lease end and the lease's whole length (first request to end), as the pod records them."""
+    hours = round((lease_end - requested_at).total_seconds() / 3600, 2)
+    return {labels.LEASE_END_ANNOTATION: format_time(lease_end), labels.LEASE_HOURS_ANNOTATION: f"{hours:g}"}
+
+
 def pod_annotations(
     request: models.RunRequest, owner: models.Owner, profile: models.GpuProfile, placement: Placement
 ) -> dict[str, str]:

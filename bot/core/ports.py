@@ -6,10 +6,11 @@ exception crosses into services or the core.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
 
-from bot.core import lifecycle, workloads
+from bot.core import idleness, lifecycle, workloads
 
 ADDED: Final = "ADDED"
 MODIFIED: Final = "MODIFIED"
@@ -97,4 +98,25 @@ class Store(Protocol):
 
     def recall(self, key: str) -> str | None:
         """A remembered value, or None if there is none (or the store is down)."""
+        ...
+
+    def add_amount(self, key: str, amount: float, ttl_seconds: int) -> None:
+        """Add to a running total (e.g. a user's spend today), kept for a while."""
+        ...
+
+    def amount(self, key: str) -> float:
+        """A running total; 0 when there is none (or the store is down)."""
+        ...
+
+
+class GpuMetrics(Protocol):
+    """Per-pod GPU utilisation from a metrics store (Prometheus with the DCGM exporter)."""
+
+    def gpu_utilisation(
+        self, namespace: str, pods: Sequence[str], *, window: timedelta, at: datetime
+    ) -> dict[str, idleness.Utilisation]:
+        """Each pod's utilisation over `window` ending `at`; pods without samples are absent.
+
+        `Unavailable` when the store cannot answer: the caller then knows nothing (so: busy).
+        """
         ...

@@ -8,11 +8,11 @@ never raises: the object is read as far as it goes, because one strange pod must
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import labels, lifecycle, podspec
+from bot.core import labels, lifecycle, podspec, reaping
 
 GKE_NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
@@ -50,6 +50,10 @@ class Workload:
     resource_version: str = ""
     audit: str = ""
     """The audit annotation as stored (a JSON list), so a release can append to it."""
+    marks: reaping.Marks = field(default_factory=reaping.Marks)
+    """What the reaper already did (reminders, idle warning, keep), from annotations."""
+    finished_at: datetime | None = None
+    """When its container terminated, for a Succeeded or Failed pod."""
 
     @property
     def key(self) -> str:
@@ -150,6 +154,13 @@ def from_pod(pod: Body) -> Workload | None:
         created_at=_time(metadata.get("creationTimestamp")),
         resource_version=_text(metadata.get("resourceVersion")),
         audit=_text(notes.get(labels.AUDIT_ANNOTATION)),
+        marks=reaping.Marks(
+            reminded_for=_time(notes.get(labels.REMINDED_FOR_ANNOTATION)),
+            nudged_for=_time(notes.get(labels.NUDGED_FOR_ANNOTATION)),
+            idle_warned_at=_time(notes.get(labels.IDLE_WARNED_AT_ANNOTATION)),
+            kept_until=_time(notes.get(labels.KEPT_UNTIL_ANNOTATION)),
+        ),
+        finished_at=finished_at(pod),
     )
 
 
@@ -199,6 +210,28 @@ def _terminated(statuses: list[Body]) -> Body:
 def _exit_code(terminated: Body) -> int | None:
     code = terminated.get("exitCode")
     return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def finished_at(pod: Body) -> datetime | None:
+    """A Succeeded or Failed pod's end: its last container's finishedAt, else its newest timestamp."""
+    status = _map(pod.get("status"))
+    if status.get("phase") not in ("Succeeded", "Failed"):
+        return None
+    ends = [
+        _time(_map(_map(c.get("state")).get("terminated")).get("finishedAt"))
+        for c in _maps(status.get("containerStatuses"))
+    ]
+    return _latest(ends) or pod_time(pod)
+
+
+def deletion_requested_at(pod: Body) -> datetime | None:
+    """When the delete was asked for: the API sets deletionTimestamp that many grace seconds ahead."""
+    metadata = _map(pod.get("metadata"))
+    deadline = _time(metadata.get("deletionTimestamp"))
+    grace = metadata.get("deletionGracePeriodSeconds")
+    if deadline is None:
+        return None
+    return deadline - timedelta(seconds=grace if isinstance(grace, int) and grace > 0 else 0)
 
 
 def observe_pod(pod: Body, *, deleted: bool = False, at: datetime | None = None) -> lifecycle.PodSeen:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.core import ports
-from bot.services import launcher, tracker
+from bot.services import launcher, leases, tracker
 
 DELIVERY_TTL_SECONDS = 3600
 """Slack redelivers within minutes; an hour of memory per request id is ample and cheap."""
@@ -17,6 +17,7 @@ class Services:
 
     launcher: launcher.Launcher
     tracker: tracker.Tracker
+    leases: leases.Leases
     store: ports.Store | None = None
 
     def first_delivery(self, request_id: str) -> bool:

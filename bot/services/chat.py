@@ -1,6 +1,6 @@
 """Services: the port through which services speak to people, in core notices; the composition root renders.
 
-Kept to four verbs so any chat (the Slack outbox, a test fake) can stand behind it.
+Kept to five verbs so any chat (the Slack outbox, a test fake) can stand behind it.
 """
 
 from __future__ import annotations
@@ -25,4 +25,8 @@ class Chat(Protocol):
 
     def ephemeral(self, channel: str, user: str, notice: notices.Notice) -> None:
         """Queue a message only `user` sees."""
+        ...
+
+    def dm(self, user: str, notice: notices.Notice) -> None:
+        """Queue a direct message to `user` (the conversation is opened as needed)."""
         ...

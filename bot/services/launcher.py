@@ -1,8 +1,8 @@
-"""Services: `/gpu run`, `/gpu release` and `/gpu status`, the slow half of each command (after the ack).
+"""Services: `/gpu run` and `/gpu status`, the slow half of each command (after the ack).
 
 Each one reads the cluster through the `Cluster` port, asks the core, acts through the port, and tells the
-user through the `Chat` port. Every run and release leaves an audit record: on the pod's audit annotation
-and as one structured log line.
+user through the `Chat` port. Every run leaves an audit record: on the pod's audit annotation and as one
+structured log line. What happens to a lease afterwards (release, extend, keep) is `leases.Leases`.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.core import errors, labels, models, notices, podspec, ports, quota, workloads
+from bot.core import errors, models, notices, podspec, ports, quota, reaping, workloads
 from bot.services import chat, status
 
 logger = logging.getLogger(__name__)
@@ -22,8 +22,6 @@ audit_logger = logging.getLogger("gpubot.audit")
 
 CREATE_ATTEMPTS = 3
 """A create that failed for a transient reason is retried; a retry that meets its own pod gets a Conflict."""
-AUDIT_ATTEMPTS = 3
-"""Tries to append a release to the pod's audit annotation while other writes keep changing the pod."""
 
 
 @dataclass(frozen=True)
@@ -33,17 +31,38 @@ class LaunchSettings:
     default_profile: str
     policy: models.QuotaPolicy
     security: models.PodSecurity = field(default_factory=models.PodSecurity)
+    reaper: reaping.ReaperPolicy = field(default_factory=reaping.ReaperPolicy)
+    """The lease cap and idle window that extensions and Keep work within."""
 
 
 def log_audit(entry: models.AuditEntry, workload: str) -> None:
-    """One JSON line per run or release: who, what, when, and on which workload."""
+    """One JSON line per run, release, extension or keep: who, what, when, and on which workload."""
     fields = {**podspec.audit_fields(entry), "workload": workload}
     audit_logger.info("audit %s", json.dumps(fields, sort_keys=True), extra={"audit": fields})
 
 
+@contextlib.contextmanager
+def failures_told(chat_port: chat.Chat, channel: str, user: str, what: str) -> Iterator[None]:
+    """A cluster failure during `what` becomes an ephemeral to whoever asked, never a crash."""
+    try:
+        yield
+    except errors.GpubotError as err:
+        logger.exception("%s for %s failed", what, user)
+        chat_port.ephemeral(
+            channel,
+            user,
+            notices.Ephemeral(f"That did not work: the cluster said {err}. Try again shortly."),
+        )
+
+
+def is_live(workload: workloads.Workload) -> bool:
+    """Running or waiting, and not being deleted: it holds (or will hold) GPUs, and its lease can change."""
+    return status.holds_gpu(workload) and not workload.deletion_requested
+
+
 def held_gpus(owned: list[workloads.Workload]) -> int:
     """GPUs a user holds or waits for: what quota counts (finished or terminating pods hold none)."""
-    return sum(w.gpus for w in owned if status.holds_gpu(w) and not w.deletion_requested)
+    return sum(w.gpus for w in owned if is_live(w))
 
 
 class Launcher:
@@ -61,20 +80,15 @@ class Launcher:
         self._clock = clock
 
     # -- dispatch ------------------------------------------------------------------------------------
-    def handle(self, command: models.GpuCommand, owner: models.Owner, channel: str) -> None:
-        """The slow half of any `/gpu` command; a cluster failure becomes an ephemeral, never a crash."""
-        try:
+    def handle(
+        self, command: models.RunRequest | models.StatusRequest, owner: models.Owner, channel: str
+    ) -> None:
+        """The slow half of `/gpu run` and `/gpu status`."""
+        with failures_told(self._chat, channel, owner.user_id, f"/gpu {type(command).__name__}"):
             if isinstance(command, models.RunRequest):
                 self.run(command, owner, channel)
-            elif isinstance(command, models.StatusRequest):
+            else:
                 self.status(command, owner.user_id, channel)
-            elif isinstance(command, models.ReleaseRequest):
-                self.release(command, owner.user_id, channel)
-        except errors.GpubotError as err:
-            logger.exception("/gpu %s for %s failed", type(command).__name__, owner.user_id)
-            self._tell(
-                channel, owner.user_id, f"That did not work: the cluster said {err}. Try again shortly."
-            )
 
     # -- /gpu run ----------------------------------------------------------------------------------
     def run(self, request: models.RunRequest, owner: models.Owner, channel: str) -> workloads.Workload | None:
@@ -154,91 +168,6 @@ class Launcher:
             text = f"The cluster could not be reached ({err}); nothing was created. Try again in a minute."
         logger.warning("run of %s failed: %s", name, err)
         self._chat.update(channel, thread_ts, notices.Reply(f":x: {text}"))
-
-    # -- /gpu release ------------------------------------------------------------------------------
-    def release(self, request: models.ReleaseRequest, actor: str, channel: str) -> list[str]:
-        """Delete the named, only, or all of the actor's workloads; return the names released."""
-        targets = self._release_targets(request, actor, channel)
-        allowed = [w for w in targets if self._may_release(w, actor, channel)]
-        released = [w.name for w in allowed if self._delete(w, actor)]
-        if released:
-            names = ", ".join(f"`{name}`" for name in released)
-            self._chat.ephemeral(channel, actor, notices.Ephemeral(f"Released {names}."))
-        return released
-
-    def release_key(self, key: str, actor: str, channel: str) -> list[str]:
-        """The Release button: its value is the workload's `namespace/name`."""
-        _, _, name = key.rpartition("/")
-        return self.release(models.ReleaseRequest(name=name), actor, channel)
-
-    def _release_targets(
-        self, request: models.ReleaseRequest, actor: str, channel: str
-    ) -> list[workloads.Workload]:
-        if request.name:
-            found = self._cluster.get_workload(self._settings.namespace, request.name)
-            if found is None:
-                self._tell(
-                    channel,
-                    actor,
-                    f"There is no gpubot workload `{request.name}`. `/gpu status` lists yours.",
-                )
-            return [found] if found is not None else []
-        mine = [w for w in self._cluster.list_workloads(actor) if not w.deletion_requested]
-        if not mine:
-            self._tell(channel, actor, "You have no workloads to release. `/gpu status` shows the pool.")
-        elif len(mine) > 1 and not request.everything:
-            names = ", ".join(f"`{w.name}`" for w in mine)
-            self._tell(channel, actor, f"You have {len(mine)} workloads ({names}). Try: `/gpu release all`")
-            return []
-        return mine
-
-    def _may_release(self, workload: workloads.Workload, actor: str, channel: str) -> bool:
-        if workload.owner_id == actor or self._settings.policy.is_admin(actor):
-            return True
-        self._tell(
-            channel,
-            actor,
-            f"`{workload.name}` belongs to {workload.requester_name or workload.owner_id}; "
-            "only its owner or an admin may release it. Try: `/gpu status`",
-        )
-        return False
-
-    def _delete(self, workload: workloads.Workload, actor: str) -> bool:
-        entry = podspec.release_audit_entry(actor, owner_id=workload.owner_id, now=self._clock())
-        self._record_on_pod(workload, entry)
-        with contextlib.suppress(errors.NotFound):  # gone already: released all the same
-            self._cluster.delete_pod(workload.namespace, workload.name)
-        log_audit(entry, workload.key)
-        if workload.channel and workload.thread_ts:
-            by = "its owner" if actor == workload.owner_id else f"admin {actor}"
-            self._chat.reply(
-                workload.channel, workload.thread_ts, notices.Reply(f"Released by {by}; deleting the pod.")
-            )
-        return True
-
-    def _record_on_pod(self, workload: workloads.Workload, entry: models.AuditEntry) -> None:
-        """Append to the pod's audit annotation, re-reading when another write got in between."""
-        current: workloads.Workload | None = workload
-        for _ in range(AUDIT_ATTEMPTS):
-            if current is None or current.uid != workload.uid:
-                return  # gone already (or replaced by a namesake): nothing of this pod to record on
-            value = podspec.append_audit(current.audit, entry)
-            try:
-                self._cluster.annotate_pod(
-                    current.namespace,
-                    current.name,
-                    {labels.AUDIT_ANNOTATION: value},
-                    resource_version=current.resource_version,
-                )
-                return
-            except errors.NotFound:
-                return
-            except errors.Conflict:
-                current = self._cluster.get_workload(workload.namespace, workload.name)
-        logger.warning("release of %s not recorded on the pod: it kept changing", workload.key)
-
-    def _tell(self, channel: str, user: str, text: str) -> None:
-        self._chat.ephemeral(channel, user, notices.Ephemeral(text))
 
     # -- /gpu status -------------------------------------------------------------------------------
     def status(self, request: models.StatusRequest, user: str, channel: str) -> notices.Ephemeral:

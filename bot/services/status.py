@@ -123,7 +123,7 @@ def thread_status(thread: Thread, *, now: datetime, wall: datetime, note: str = 
         problem=None if over else thread.problem,
         outcome=thread.outcome_text if over else "",
         lease_end="" if over else lease_text(workload.lease_end, wall),
-        buttons=notices.Buttons(release=not over),
+        buttons=notices.Buttons(release=not over, extend=not over),
         note="" if over else note,
     )
 

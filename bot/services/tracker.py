@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.core import explain, lifecycle, notices, podspec, ports, provisioning, workloads
+from bot.core import costs, explain, lifecycle, notices, podspec, ports, provisioning, workloads
 from bot.services import chat, status
 
 logger = logging.getLogger(__name__)
@@ -61,13 +61,18 @@ class Tracker:
         *,
         clock: Callable[[], datetime] = wall_clock,
         store: ports.Store | None = None,
+        prices: Mapping[str, float] | None = None,
     ) -> None:
         """`store` keeps each pool's past scale-up durations, for the ETA and the slow-node warning."""
         self._chat = chat_port
         self._clock = clock
         self._store = store
+        self._prices = dict(prices or {})
+        """Profile name → price per node-hour, for what a finished run cost."""
         self._history: dict[str, provisioning.Usual | None] = {}
         self._drains: dict[str, Drain] = {}
+        self._emptied_at: dict[str, datetime] = {}
+        """When each pool last lost its last node."""
         self._released_at: dict[str, datetime] = {}
         self._lock = threading.RLock()
         self._threads: dict[str, status.Thread] = {}
@@ -119,7 +124,7 @@ class Tracker:
             if thread is None or (thread.workload.uid and thread.workload.uid != workload.uid):
                 thread = self._adopt(workload)
             if workload.deletion_requested:
-                self._released_at.setdefault(workload.key, seen.at)
+                self._released_at.setdefault(workload.key, workloads.deletion_requested_at(pod) or seen.at)
             self._apply(workload.key, replace(thread, workload=workload), [seen])
             if change == ports.DELETED:
                 self._follow_drain(self._threads.pop(workload.key))
@@ -129,11 +134,13 @@ class Tracker:
     def on_event(self, change: str, event: Mapping[str, Any]) -> None:
         subject = workloads.event_subject(event)
         seen = workloads.observe_event(event)
-        if change == ports.DELETED or subject is None or subject.kind != "Pod" or seen is None:
+        if change == ports.DELETED or seen is None:
             return
-        key = f"{subject.namespace}/{subject.name}"
         with self._lock:
-            self._bump(seen.at)
+            self._bump(seen.at)  # any event dates the cluster's clock, a node's scale-down included
+            if subject is None or subject.kind != "Pod":
+                return
+            key = f"{subject.namespace}/{subject.name}"
             thread = self._threads.get(key)
             if thread is None:
                 self._keep_orphan(key, seen)
@@ -144,6 +151,7 @@ class Tracker:
         name = str((node.get("metadata") or {}).get("name", ""))
         with self._lock:
             if change == ports.DELETED:
+                self._bump(workloads.node_time(node) or self._now())
                 gone = self._nodes.pop(name, None)
                 if gone is not None:
                     self._drained(gone.seen.pool)
@@ -229,6 +237,29 @@ class Tracker:
         if any(m.step == lifecycle.Step.GPU_READY and not m.late for m in milestones):
             self._learn_duration(thread.progress)
         self._publish(key, thread, milestones)
+        ended = next((m for m in milestones if m.outcome is not None), None)
+        if ended is not None:
+            self._tell_cost(thread, ended.at)
+
+    # -- cost ----------------------------------------------------------------------------------------
+    def _tell_cost(self, thread: status.Thread, ended: datetime) -> None:
+        """A run is over: say what it cost in its thread, and add it to its owner's spend today."""
+        workload = thread.workload
+        known = self._nodes.get(thread.progress.node or workload.node)
+        cost = costs.run_cost(
+            thread.progress,
+            ended=ended,
+            gpus=workload.gpus,
+            node_gpus=known.seen.gpus if known is not None else workload.gpus,
+            price_per_node_hour=self._prices.get(workload.profile),
+        )
+        if cost is None or not self._live:
+            return
+        if self._store is not None and cost.dollars is not None:
+            day = ended.strftime("%Y-%m-%d")
+            self._store.add_amount(costs.spend_key(workload.owner_id, day), cost.dollars, costs.SPEND_SECONDS)
+        if workload.channel and workload.thread_ts:
+            self._chat.reply(workload.channel, workload.thread_ts, notices.Reply(costs.cost_text(cost)))
 
     # -- history -------------------------------------------------------------------------------------
     def _usual(self, pool: str) -> provisioning.Usual | None:
@@ -258,10 +289,13 @@ class Tracker:
         workload, pool = thread.workload, self._pool_of(thread)
         if not pool or not workload.channel or not workload.thread_ts:
             return
-        if not self._pool_nodes(pool) and thread.progress.at(lifecycle.Step.SCALE_UP) is None:
-            return
         released = self._released_at.get(workload.key) or self._now()
-        self._drains[workload.key] = Drain(pool, workload.channel, workload.thread_ts, released)
+        drain = Drain(pool, workload.channel, workload.thread_ts, released)
+        emptied = self._emptied_at.get(pool)
+        if not self._pool_nodes(pool) and emptied is not None and emptied >= released:
+            self._say_drained(drain, emptied)  # the node informer was quicker than the pod informer
+        elif self._pool_nodes(pool) or thread.progress.at(lifecycle.Step.SCALE_UP) is not None:
+            self._drains[workload.key] = drain
 
     def _pool_nodes(self, pool: str) -> list[str]:
         return [name for name, known in self._nodes.items() if known.seen.pool == pool]
@@ -270,14 +304,17 @@ class Tracker:
         if self._pool_nodes(pool):
             return
         now = self._now()
+        self._emptied_at[pool] = now
         for key, drain in list(self._drains.items()):
-            if drain.pool != pool:
-                continue
-            del self._drains[key]
-            if self._live:
-                after = notices.format_elapsed((now - drain.released_at).total_seconds())
-                text = f"Pool {pool} drained to 0 nodes, {after} after release: nothing is billed for it now."
-                self._chat.reply(drain.channel, drain.thread_ts, notices.Reply(text))
+            if drain.pool == pool:
+                del self._drains[key]
+                self._say_drained(drain, now)
+
+    def _say_drained(self, drain: Drain, at: datetime) -> None:
+        if self._live:
+            after = notices.format_elapsed((at - drain.released_at).total_seconds())
+            text = f"Pool {drain.pool} drained to 0 nodes, {after} after release: no GPU node is billed now."
+            self._chat.reply(drain.channel, drain.thread_ts, notices.Reply(text))
 
     # -- telling -----------------------------------------------------------------------------------
     def _publish(self, key: str, thread: status.Thread, milestones: list[lifecycle.Milestone]) -> None:

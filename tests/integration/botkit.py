@@ -87,17 +87,45 @@ def gpubot_pods(sim: world.BackgroundWorld) -> list[Json]:
 
 
 def advance_until(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, done: Callable[[], Any], *, limit: float = 900
+    sim: world.BackgroundWorld,
+    slack: BackgroundSlack,
+    done: Callable[[], Any],
+    *,
+    limit: float = 900,
+    stride: float = 5,
 ) -> Any:
-    """Move the sim clock 5 s at a time until `done()` holds, letting the bot catch up after each step."""
-    moved = 0.0
+    """Move the sim clock `stride` s at a time until `done()` holds, letting the bot catch up after each.
+
+    A long stride suits waits for slow, lasting states (a scale-down after ten idle minutes)."""
+    moved, changed = 0.0, True
     while moved <= limit:
-        with contextlib.suppress(TimeoutError):
-            return slack.wait_until(done, timeout=0.3)
-        sim.advance(5, step=1)
-        moved += 5
+        if changed:
+            with contextlib.suppress(TimeoutError):
+                return slack.wait_until(done, timeout=0.3)
+        elif result := done():
+            return result
+        changed = advance_watched(sim, stride)
+        moved += stride
+    with contextlib.suppress(TimeoutError):  # the bot may lag behind a quick run of quiet steps
+        return slack.wait_until(done, timeout=WAIT)
     shown = [m["text"] for m in slack.messages("C_GPU")]
     raise AssertionError(f"not reached within {limit} simulated seconds; channel shows {shown}")
+
+
+def advance_watched(sim: world.BackgroundWorld, seconds: float, namespace: str = "default") -> bool:
+    """Advance the sim clock; True if that changed pods, events or nodes the bot watches, so it has news."""
+
+    def advance() -> bool:
+        store = sim.world.store
+        before = store.resource_version
+        sim.world.advance(seconds, step=1)
+        return any(
+            change.resource == "nodes"
+            or (change.resource in ("pods", "events") and change.obj["metadata"]["namespace"] == namespace)
+            for change in store.changes_after(before)
+        )
+
+    return sim.run(advance)
 
 
 def headline_is(slack: BackgroundSlack, words: str) -> Callable[[], bool]:

@@ -184,8 +184,10 @@ def test_restart_mid_provisioning_resumes_the_thread(
     assert said.count(said_before[0]) == 1, said
 
 
-def test_the_release_button_id_matches_the_renderer() -> None:
+def test_the_button_ids_match_the_renderer() -> None:
     assert actions.RELEASE_ACTION == slack_render.RELEASE_ACTION
+    assert actions.EXTEND_ACTION == slack_render.EXTEND_ACTION
+    assert actions.KEEP_ACTION == slack_render.KEEP_ACTION
 
 
 def test_the_scale_channel_gets_one_message_per_episode(
@@ -198,7 +200,11 @@ def test_the_scale_channel_gets_one_message_per_episode(
         advance_until(sim, slack, step_reached(slack, "Running"))
         slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
         advance_until(
-            sim, slack, lambda: any("back at 0" in m["text"] for m in roots(slack, "C_OPS")), limit=1800
+            sim,
+            slack,
+            lambda: any("back at 0" in m["text"] for m in roots(slack, "C_OPS")),
+            limit=1800,
+            stride=30,
         )
     (episode,) = roots(slack, "C_OPS")
     texts = [r["text"] for r in episode["revisions"]] + [episode["text"]]

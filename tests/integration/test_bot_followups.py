@@ -4,6 +4,7 @@ a node far later than usual, and a released workload's thread followed until its
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import redis
 
 from bot import app
 from bot.adapters import store
-from bot.core import provisioning
+from bot.core import costs, provisioning
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import (
@@ -101,17 +102,28 @@ def test_a_node_far_later_than_usual_is_flagged_in_the_thread(
 
 
 def test_a_released_thread_says_when_its_pool_drained_to_zero(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
 ) -> None:
-    root = run_and_wait_for_thread(sim, slack)
-    advance_until(sim, slack, step_reached(slack, "Running"))
-    slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
-    advance_until(sim, slack, lambda: any("drained to 0" in r for r in replies(slack, root)), limit=1800)
+    config = bot_settings(sim, slack, tmp_path, redis_url)
+    with running_bot(config, slack, clock=sim.world.clock.datetime):  # one clock, as in a real cluster
+        root = run_and_wait_for_thread(sim, slack)
+        advance_until(sim, slack, step_reached(slack, "Running"))
+        slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
+        drained_said = lambda: any("drained to 0" in r for r in replies(slack, root))  # noqa: E731
+        advance_until(sim, slack, drained_said, limit=1800, stride=30)
     (drained,) = [r for r in replies(slack, root) if "drained to 0" in r]
+    (cost,) = [r for r in replies(slack, root) if r.startswith("This run held its GPU for")]
+    assert re.search(r"GPU-hours, ≈ \$\d+\.\d\d\.$", cost), cost
+    spent = store.RedisStore(redis.Redis.from_url(redis_url), prefix="gpubot:")
+    today = sim.world.clock.datetime().strftime("%Y-%m-%d")
+    assert spent.amount(costs.spend_key("U_ALICE", today)) > 0
     assert not [
         n for n in sim.nodes() if n["metadata"]["labels"].get("cloud.google.com/gke-nodepool") == POOL
     ]
-    assert drained.startswith(f"Pool {POOL} drained to 0 nodes, ") and "after release" in drained
+    took = re.search(r"drained to 0 nodes, (?:(\d+)m)?(\d+)s after release", drained)
+    assert drained.startswith(f"Pool {POOL} ") and took, drained
+    idle_limit = sim.world.timings.scale_down_unneeded  # the autoscaler waits this long on an empty node
+    assert idle_limit <= int(took[1] or 0) * 60 + int(took[2]) < idle_limit + 120, drained
 
 
 def test_two_replicas_speak_once_and_the_follower_takes_over(

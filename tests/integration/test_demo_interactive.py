@@ -60,7 +60,8 @@ def test_a_person_runs_a_gpu_then_releases_it_with_the_button() -> None:
         "** alice waits 7m",
         "*Running on gke-",
         "** waited 7m",
-        f"alice> buttons\n  {number}. [Release GPU] on ",
+        "alice> buttons\n",
+        f"  {number}. [Release GPU] on ",  # after Extend lease
         f"alice> click {number}\n",
         "** alice clicks [Release GPU] on ",
         'and confirms "Release gpu-u-alice-',

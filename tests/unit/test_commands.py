@@ -151,6 +151,8 @@ def test_accepted_commands(text: str, expected: models.GpuCommand) -> None:
         ("extend a soon", "not a number of hours", "/gpu extend a 4"),
         ("extend a 0", "3 minutes to 720 hours", "/gpu extend a 4"),
         ("extend Bad_Name", "not a workload name", "/gpu extend NAME 4"),
+        ("extend x -1", "a positive number of hours, not -1", "/gpu extend x 4"),
+        ("extend -2h", "a positive number of hours, not -2h", "/gpu extend 4"),
         ("help me please", "No help", "/gpu help"),
     ],
 )
@@ -193,6 +195,8 @@ def test_help_covers_every_command() -> None:
     overview = commands.help_text()
     assert all(usage in overview for usage in commands.USAGES.values())
     assert "--memory" in commands.help_text("run")
+    extend = commands.help_text("extend")
+    assert "your only running one" in extend and "capped" in extend and "Owner or admin only" in extend
 
 
 # --- run checks: profile, bounds, quota -------------------------------------------------------------------

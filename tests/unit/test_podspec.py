@@ -326,3 +326,33 @@ def test_a_release_records_who_when_and_in_what_role(actor: str, by: str) -> Non
         "at": "2024-05-01T12:00:00Z",
         "by": by,
     }
+
+
+def test_an_extension_records_who_by_how_much_and_the_new_end() -> None:
+    end = NOW + timedelta(hours=6)
+    entry = podspec.extension_audit_entry("U0ADMIN", hours=1.5, lease_end=end, now=NOW)
+    assert podspec.audit_fields(entry) == {
+        "action": "extend",
+        "actor": "U0ADMIN",
+        "at": "2024-05-01T12:00:00Z",
+        "hours": "1.5",
+        "lease_end": "2024-05-01T18:00:00Z",
+    }
+
+
+def test_a_keep_records_until_when() -> None:
+    entry = podspec.keep_audit_entry("U01ALICE", kept_until=NOW + timedelta(minutes=45), now=NOW)
+    assert podspec.audit_fields(entry)["kept_until"] == "2024-05-01T12:45:00Z"
+    assert (entry.action, entry.actor) == ("keep", "U01ALICE")
+
+
+@pytest.mark.parametrize(
+    ("length", "hours"),
+    [(timedelta(hours=6), "6"), (timedelta(minutes=90), "1.5"), (timedelta(hours=1, seconds=1), "1")],
+)
+def test_lease_annotations_give_the_end_and_the_whole_length(length: timedelta, hours: str) -> None:
+    notes = podspec.lease_annotations(requested_at=NOW, lease_end=NOW + length)
+    assert notes == {
+        labels.LEASE_END_ANNOTATION: podspec.format_time(NOW + length),
+        labels.LEASE_HOURS_ANNOTATION: hours,
+    }

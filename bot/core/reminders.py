@@ -1,0 +1,82 @@
+"""What the reaper says to an owner, as plain functions of the workload and the moment: tested as text."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from bot.core import notices, reaping, workloads
+
+Act = reaping.Act
+
+
+def clock_time(moment: datetime) -> str:
+    return moment.strftime("%H:%M UTC")
+
+
+def _in(moment: datetime, now: datetime) -> str:
+    return notices.format_elapsed((moment - now).total_seconds())
+
+
+def _what(workload: workloads.Workload) -> str:
+    return f"`{workload.name}` ({notices.format_gpus(workload.gpus, workload.profile)})"
+
+
+def rerun(workload: workloads.Workload) -> str:
+    return f"To run it again: `{workload.command}`" if workload.command else "To run it again: `/gpu run …`"
+
+
+def message(
+    act: Act, workload: workloads.Workload, now: datetime, policy: reaping.ReaperPolicy
+) -> notices.Reminder:
+    """The thread reply (and, for reminders, the DM) for one act; its buttons say what the owner can do."""
+    end = workload.lease_end or now
+    deadline = end + policy.grace
+    key = workload.key
+    if act is Act.REMIND:
+        text = (
+            f":hourglass_flowing_sand: The lease on {_what(workload)} ends at {clock_time(end)}, "
+            f"in {_in(end, now)}. It will be deleted at {clock_time(deadline)} unless you extend it."
+        )
+        return notices.Reminder(text, key, notices.Buttons(extend=True, release=True))
+    if act is Act.NUDGE:
+        text = (
+            f":alarm_clock: {_in(deadline, now)} left on {_what(workload)}: it is deleted at "
+            f"{clock_time(deadline)}. Extend it now if you still need it."
+        )
+        return notices.Reminder(text, key, notices.Buttons(extend=True, release=True))
+    if act is Act.IDLE_WARN:
+        release_at = now + policy.idle_grace
+        text = (
+            f":zzz: The GPU of {_what(workload)} has been idle for {_duration(policy.idle_window)} "
+            f"(under {policy.idle_threshold_percent:g}% use). "
+            f"It will be released at {clock_time(release_at)} unless you keep it."
+        )
+        return notices.Reminder(text, key, notices.Buttons(keep=True, release=True))
+    if act is Act.EXPIRE:
+        text = (
+            f":wastebasket: Deleted {_what(workload)} at {clock_time(now)}: its lease ended at "
+            f"{clock_time(end)} and nobody extended it. {rerun(workload)}"
+        )
+    elif act is Act.IDLE_RELEASE:
+        idle_for = policy.idle_window + (now - (workload.marks.idle_warned_at or now))
+        text = (
+            f":wastebasket: Released {_what(workload)} at {clock_time(now)}: its GPU was idle for "
+            f"{_duration(idle_for)} and nobody kept it. {rerun(workload)}"
+        )
+    elif act is Act.CLEAN_FINISHED:
+        ended = workload.finished_at or now
+        text = (
+            f":broom: Cleaned up the finished pod {_what(workload)}; it ended at {clock_time(ended)}. "
+            f"{rerun(workload)}"
+        )
+    else:
+        text = f"{_what(workload)} is busy again; the idle warning no longer applies."
+    return notices.Reminder(text, key)
+
+
+def dry_run(act: Act, workload: workloads.Workload) -> str:
+    return f":test_tube: Dry run: the reaper would {act.value.replace('-', ' ')} `{workload.name}` now."
+
+
+def _duration(span: timedelta) -> str:
+    return notices.format_elapsed(span.total_seconds())

@@ -1,0 +1,289 @@
+"""Services: what people do with a lease once it exists: release it, extend it, keep it when idle-warned.
+
+Each change is one merge patch of the pod's annotations, guarded by its resourceVersion, with its audit
+record appended in the same patch. When another writer got in between, the pod is read again and the
+change decided again, so two extensions never overwrite each other and the cap is checked against what
+the pod says now. Only the owner or an admin may change a lease.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from bot.core import errors, labels, models, notices, podspec, ports, reaping, workloads
+from bot.services import chat, launcher, status
+
+logger = logging.getLogger(__name__)
+
+WRITE_ATTEMPTS = 3
+"""Tries at one annotation change while other writes (kubelet status, the reaper) keep changing the pod."""
+
+Result = TypeVar("Result")
+
+
+@dataclass(frozen=True)
+class Change(Generic[Result]):
+    """Annotations to merge into one pod, the audit record that says why, and what the caller learns."""
+
+    annotations: Mapping[str, str]
+    entry: models.AuditEntry
+    result: Result
+
+
+def actor_phrase(workload: workloads.Workload, actor: str) -> str:
+    """Who acted, as a thread says it: "its owner", or "admin U0ADMIN"."""
+    return "its owner" if actor == workload.owner_id else f"admin {actor}"
+
+
+def clock_time(moment: datetime) -> str:
+    return f"{moment.strftime('%H:%M')} UTC"
+
+
+class Leases:
+    def __init__(
+        self,
+        cluster: ports.Cluster,
+        chat_port: chat.Chat,
+        settings: launcher.LaunchSettings,
+        *,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._cluster = cluster
+        self._chat = chat_port
+        self._settings = settings
+        self._clock = clock
+
+    # -- dispatch ------------------------------------------------------------------------------------
+    def handle(self, command: models.ReleaseRequest | models.ExtendRequest, actor: str, channel: str) -> None:
+        """The slow half of `/gpu release` and `/gpu extend`."""
+        with launcher.failures_told(self._chat, channel, actor, f"/gpu {type(command).__name__}"):
+            if isinstance(command, models.ReleaseRequest):
+                self.release(command, actor, channel)
+            else:
+                self.extend(command, actor, channel)
+
+    def release_key(self, key: str, actor: str, channel: str) -> None:
+        """The Release button; every button's value is the workload's `namespace/name`."""
+        with launcher.failures_told(self._chat, channel, actor, "the Release button"):
+            self.release(models.ReleaseRequest(name=key.rpartition("/")[2]), actor, channel)
+
+    def extend_key(self, key: str, actor: str, channel: str) -> None:
+        """The Extend button: the default lease's hours more, as whoever pressed it."""
+        with launcher.failures_told(self._chat, channel, actor, "the Extend button"):
+            self.extend(models.ExtendRequest(name=key.rpartition("/")[2]), actor, channel)
+
+    def keep_key(self, key: str, actor: str, channel: str) -> None:
+        """The Keep button on an idle warning."""
+        with launcher.failures_told(self._chat, channel, actor, "the Keep button"):
+            self.keep(key.rpartition("/")[2], actor, channel)
+
+    # -- /gpu release ------------------------------------------------------------------------------
+    def release(self, request: models.ReleaseRequest, actor: str, channel: str) -> list[str]:
+        """Delete the named, only, or all of the actor's workloads; return the names released."""
+        targets = self._release_targets(request, actor, channel)
+        allowed = [w for w in targets if self._may_change(w, actor, channel, "release")]
+        released = [w.name for w in allowed if self._delete(w, actor)]
+        if released:
+            names = ", ".join(f"`{name}`" for name in released)
+            self._tell(channel, actor, f"Released {names}.")
+        return released
+
+    def _release_targets(
+        self, request: models.ReleaseRequest, actor: str, channel: str
+    ) -> list[workloads.Workload]:
+        if request.name:
+            found = self._find(request.name, actor, channel)
+            return [found] if found is not None else []
+        mine = [w for w in self._cluster.list_workloads(actor) if not w.deletion_requested]
+        if not mine:
+            self._tell(channel, actor, "You have no workloads to release. `/gpu status` shows the pool.")
+        elif len(mine) > 1 and not request.everything:
+            names = ", ".join(f"`{w.name}`" for w in mine)
+            self._tell(channel, actor, f"You have {len(mine)} workloads ({names}). Try: `/gpu release all`")
+            return []
+        return mine
+
+    def _delete(self, workload: workloads.Workload, actor: str) -> bool:
+        entry = podspec.release_audit_entry(actor, owner_id=workload.owner_id, now=self._clock())
+        try:
+            self._write(workload, lambda current: Change({}, entry, None))
+        except errors.Conflict:  # the delete matters more than its record on the pod; the log keeps it
+            logger.warning("release of %s not recorded on the pod: it kept changing", workload.key)
+        with contextlib.suppress(errors.NotFound):  # gone already: released all the same
+            self._cluster.delete_pod(workload.namespace, workload.name)
+        launcher.log_audit(entry, workload.key)
+        self._say_in_thread(workload, f"Released by {actor_phrase(workload, actor)}; deleting the pod.")
+        return True
+
+    # -- /gpu extend -------------------------------------------------------------------------------
+    def extend(self, request: models.ExtendRequest, actor: str, channel: str) -> reaping.Extension | None:
+        """Push the named (or the actor's only live) workload's lease end; None when nothing changed."""
+        target = self._extend_target(request, actor, channel)
+        if target is None or not self._may_change(target, actor, channel, "extend"):
+            return None
+        now = self._clock()
+        written = self._write(target, lambda current: self._extension(current, request.hours, actor, now))
+        if written is None:
+            self._tell(channel, actor, f"`{target.name}` is gone already; there is no lease to extend.")
+            return None
+        if isinstance(written, models.UsageError):
+            self._tell(channel, actor, written.message)
+            return None
+        extension = written.result
+        launcher.log_audit(written.entry, target.key)
+        self._tell(
+            channel,
+            actor,
+            f"Extended `{target.name}` by {extension.hours:g}h: "
+            f"the lease now ends {status.lease_text(extension.lease_end, now)}.",
+        )
+        self._say_in_thread(
+            target,
+            f"Extended by {actor_phrase(target, actor)} (+{extension.hours:g}h): "
+            f"the lease now ends {clock_time(extension.lease_end)}.",
+        )
+        return extension
+
+    def _extension(
+        self, workload: workloads.Workload, hours: float | None, actor: str, now: datetime
+    ) -> Change[reaping.Extension] | models.UsageError:
+        """The new lease end for the pod as it is now; extending also answers an idle warning."""
+        decided = reaping.extend(
+            workload.lease_end,
+            workload.requested_at,
+            hours,
+            now,
+            self._settings.reaper,
+            self._settings.policy.default_lease_hours,
+        )
+        if isinstance(decided, models.UsageError):
+            return replace(decided, suggestion=decided.suggestion.replace("NAME", workload.name))
+        extension = replace(decided, lease_end=decided.lease_end.replace(microsecond=0))
+        notes = podspec.lease_annotations(
+            requested_at=workload.requested_at or now, lease_end=extension.lease_end
+        )
+        if workload.marks.idle_warned_at is not None:
+            notes[labels.IDLE_WARNED_AT_ANNOTATION] = ""  # read back as "no warning"
+        entry = podspec.extension_audit_entry(
+            actor, hours=extension.hours, lease_end=extension.lease_end, now=now
+        )
+        return Change(notes, entry, extension)
+
+    def _extend_target(
+        self, request: models.ExtendRequest, actor: str, channel: str
+    ) -> workloads.Workload | None:
+        if request.name:
+            found = self._find(request.name, actor, channel)
+            return found if found is not None and self._still_live(found, actor, channel) else None
+        mine = [w for w in self._cluster.list_workloads(actor) if launcher.is_live(w)]
+        if len(mine) == 1:
+            return mine[0]
+        if not mine:
+            self._tell(channel, actor, "You have no running workloads to extend. Try: `/gpu status`")
+        else:
+            names = ", ".join(f"`{w.name}`" for w in mine)
+            hours = f" {request.hours:g}" if request.hours is not None else ""
+            self._tell(
+                channel,
+                actor,
+                f"You have {len(mine)} workloads ({names}); say which. "
+                f"Try: `/gpu extend {mine[0].name}{hours}`",
+            )
+        return None
+
+    # -- the Keep button ---------------------------------------------------------------------------
+    def keep(self, name: str, actor: str, channel: str) -> datetime | None:
+        """The owner answers an idle warning: no idle release for one more idle window."""
+        found = self._find(name, actor, channel)
+        if found is None or not self._still_live(found, actor, channel, verb="keep"):
+            return None
+        if not self._may_change(found, actor, channel, "keep"):
+            return None
+        now = self._clock()
+        until = (now + self._settings.reaper.idle_window).replace(microsecond=0)
+        entry = podspec.keep_audit_entry(actor, kept_until=until, now=now)
+        notes = {labels.KEPT_UNTIL_ANNOTATION: podspec.format_time(until)}
+        if self._write(found, lambda current: Change(notes, entry, until)) is None:
+            self._tell(channel, actor, f"`{found.name}` is gone already; there is nothing to keep.")
+            return None
+        launcher.log_audit(entry, found.key)
+        said = f"no idle release before {clock_time(until)}"
+        self._say_in_thread(found, f"Kept by {actor_phrase(found, actor)}: {said}.")
+        if channel != found.channel:  # pressed in a DM: the thread is elsewhere, so answer here too
+            self._tell(channel, actor, f"Kept `{found.name}`: {said}.")
+        return until
+
+    # -- shared ------------------------------------------------------------------------------------
+    def _write(
+        self,
+        workload: workloads.Workload,
+        decide: Callable[[workloads.Workload], Change[Result] | models.UsageError],
+    ) -> Change[Result] | models.UsageError | None:
+        """Decide on the pod as last read, write it with the audit record; None once the pod is gone.
+
+        Raises Conflict when the pod kept changing under every attempt.
+        """
+        current: workloads.Workload | None = workload
+        for _ in range(WRITE_ATTEMPTS):
+            if current is None or current.uid != workload.uid:
+                return None  # gone (or replaced by a namesake): nothing of this pod to change
+            decided = decide(current)
+            if isinstance(decided, models.UsageError):
+                return decided
+            notes = {
+                **decided.annotations,
+                labels.AUDIT_ANNOTATION: podspec.append_audit(current.audit, decided.entry),
+            }
+            try:
+                self._cluster.annotate_pod(
+                    current.namespace, current.name, notes, resource_version=current.resource_version
+                )
+                return decided
+            except errors.NotFound:
+                return None
+            except errors.Conflict:
+                current = self._cluster.get_workload(workload.namespace, workload.name)
+        raise errors.Conflict(f"{workload.key} kept changing; nothing was written")
+
+    def _find(self, name: str, actor: str, channel: str) -> workloads.Workload | None:
+        found = self._cluster.get_workload(self._settings.namespace, name)
+        if found is None:
+            self._tell(channel, actor, f"There is no gpubot workload `{name}`. Try: `/gpu status`")
+        return found
+
+    def _still_live(
+        self, workload: workloads.Workload, actor: str, channel: str, *, verb: str = "extend"
+    ) -> bool:
+        if launcher.is_live(workload):
+            return True
+        state = "is being released" if workload.deletion_requested else "has finished"
+        self._tell(
+            channel,
+            actor,
+            f"`{workload.name}` {state}, so there is no lease to {verb}. "
+            "A new `/gpu run` starts a fresh one. Try: `/gpu status`",
+        )
+        return False
+
+    def _may_change(self, workload: workloads.Workload, actor: str, channel: str, verb: str) -> bool:
+        if workload.owner_id == actor or self._settings.policy.is_admin(actor):
+            return True
+        self._tell(
+            channel,
+            actor,
+            f"`{workload.name}` belongs to {workload.requester_name or workload.owner_id}; "
+            f"only its owner or an admin may {verb} it. Try: `/gpu status`",
+        )
+        return False
+
+    def _say_in_thread(self, workload: workloads.Workload, text: str) -> None:
+        if workload.channel and workload.thread_ts:
+            self._chat.reply(workload.channel, workload.thread_ts, notices.Reply(text))
+
+    def _tell(self, channel: str, user: str, text: str) -> None:
+        self._chat.ephemeral(channel, user, notices.Ephemeral(text))

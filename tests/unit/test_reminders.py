@@ -1,0 +1,67 @@
+"""The reaper's words, exactly as an owner reads them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from bot.core import notices, reaping, reminders, workloads
+
+END = datetime(2026, 3, 1, 14, 0, tzinfo=UTC)
+POLICY = reaping.ReaperPolicy(idle_window=timedelta(minutes=45), idle_grace=timedelta(minutes=15))
+WORKLOAD = workloads.Workload(
+    name="gpu-u-alice-1a2b3c",
+    namespace="gpubot",
+    uid="u1",
+    owner_id="U_ALICE",
+    requester_name="alice",
+    profile="t4",
+    channel="C_GPU",
+    thread_ts="1.0",
+    lease_end=END,
+    requested_at=END - timedelta(hours=4),
+    gpus=1,
+    phase="Running",
+    node="gke-demo-gpu-pool-1",
+    command="/gpu run nvidia/cuda:12.4.1-base-ubuntu22.04 -- sleep 3600",
+    deletion_requested=False,
+)
+Act = reaping.Act
+
+
+def test_the_reminder_and_the_nudge_name_the_deadline_and_offer_extend() -> None:
+    remind = reminders.message(Act.REMIND, WORKLOAD, END - timedelta(minutes=15), POLICY)
+    assert remind == notices.Reminder(
+        ":hourglass_flowing_sand: The lease on `gpu-u-alice-1a2b3c` (1 GPU (t4)) ends at 14:00 UTC, "
+        "in 15m00s. It will be deleted at 14:05 UTC unless you extend it.",
+        "gpubot/gpu-u-alice-1a2b3c",
+        notices.Buttons(extend=True, release=True),
+    )
+    nudge = reminders.message(Act.NUDGE, WORKLOAD, END - timedelta(minutes=3), POLICY)
+    assert nudge.text == (
+        ":alarm_clock: 8m00s left on `gpu-u-alice-1a2b3c` (1 GPU (t4)): it is deleted at 14:05 UTC. "
+        "Extend it now if you still need it."
+    )
+
+
+def test_the_idle_warning_offers_keep_and_release() -> None:
+    warning = reminders.message(Act.IDLE_WARN, WORKLOAD, END - timedelta(hours=2), POLICY)
+    assert warning.buttons == notices.Buttons(keep=True, release=True)
+    assert warning.text == (
+        ":zzz: The GPU of `gpu-u-alice-1a2b3c` (1 GPU (t4)) has been idle for 45m00s (under 5% use). "
+        "It will be released at 12:15 UTC unless you keep it."
+    )
+
+
+def test_reaps_say_what_when_why_and_how_to_run_again() -> None:
+    expired = reminders.message(Act.EXPIRE, WORKLOAD, END + timedelta(minutes=5), POLICY)
+    assert expired.text == (
+        ":wastebasket: Deleted `gpu-u-alice-1a2b3c` (1 GPU (t4)) at 14:05 UTC: its lease ended at 14:00 UTC "
+        "and nobody extended it. "
+        "To run it again: `/gpu run nvidia/cuda:12.4.1-base-ubuntu22.04 -- sleep 3600`"
+    )
+    assert expired.buttons == notices.Buttons()
+    warned = WORKLOAD.__class__(
+        **{**vars(WORKLOAD), "marks": reaping.Marks(idle_warned_at=END - timedelta(hours=2))}
+    )
+    released = reminders.message(Act.IDLE_RELEASE, warned, END - timedelta(minutes=105), POLICY)
+    assert "at 12:15 UTC: its GPU was idle for 1h00m and nobody kept it." in released.text
