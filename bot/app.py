@@ -193,7 +193,7 @@ def build(
         reaper=settings.reaper_policy(),
     )
     services = Services(
-        launcher=launcher.Launcher(cluster, chat, launch, clock=clock),
+        launcher=launcher.Launcher(cluster, chat, launch, clock=clock, store=kept),
         leases=leases.Leases(cluster, chat, launch, clock=clock),
         tracker=tracker.Tracker(
             chat,

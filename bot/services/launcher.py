@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.core import errors, models, notices, podspec, ports, quota, reaping, workloads
+from bot.core import costs, errors, models, notices, podspec, ports, quota, reaping, workloads
 from bot.services import chat, status
 
 logger = logging.getLogger(__name__)
@@ -73,10 +73,13 @@ class Launcher:
         settings: LaunchSettings,
         *,
         clock: Callable[[], datetime],
+        store: ports.Store | None = None,
     ) -> None:
+        """`store` holds each user's spend today, which `/gpu status` shows."""
         self._cluster = cluster
         self._chat = chat_port
         self._settings = settings
+        self._store = store
         self._clock = clock
 
     # -- dispatch ------------------------------------------------------------------------------------
@@ -178,8 +181,10 @@ class Launcher:
             self._cluster.list_nodes(), everything, sizes, profiles=self._settings.profiles.values()
         )
         pending = sum(w.gpus for w in everything if status.holds_gpu(w) and not w.node)
+        now = self._clock()
+        spent = self._store.amount(costs.spend_key(user, now.strftime("%Y-%m-%d"))) if self._store else None
         report = status.status_report(
-            shown, pools, pending_gpus=pending, everyone=request.everyone, now=self._clock()
+            shown, pools, pending_gpus=pending, everyone=request.everyone, now=now, spent_today=spent
         )
         self._chat.ephemeral(channel, user, report)
         return report

@@ -256,8 +256,15 @@ def pool_line(view: PoolView) -> str:
 
 
 def status_report(
-    mine: list[workloads.Workload], pools: list[PoolView], *, pending_gpus: int, everyone: bool, now: datetime
+    mine: list[workloads.Workload],
+    pools: list[PoolView],
+    *,
+    pending_gpus: int,
+    everyone: bool,
+    now: datetime,
+    spent_today: float | None = None,
 ) -> notices.Ephemeral:
+    """`spent_today`: what the caller's finished runs cost today (UTC), when a store keeps it."""
     title = "*All gpubot workloads*" if everyone else "*Your workloads*"
     lines = [title]
     lines += [workload_line(w, now, with_owner=everyone) for w in mine] or [
@@ -266,4 +273,6 @@ def status_report(
     lines.append("*GPU pools*")
     lines += [pool_line(view) for view in pools] or ["no GPU pool found"]
     lines.append(f"GPUs pending (waiting for a node): {pending_gpus}")
+    if spent_today is not None:
+        lines.append(f"Your finished runs today (UTC): {notices.format_cost(spent_today)}")
     return notices.Ephemeral("\n".join(lines))

@@ -111,12 +111,21 @@ def test_a_released_thread_says_when_its_pool_drained_to_zero(
         slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
         drained_said = lambda: any("drained to 0" in r for r in replies(slack, root))  # noqa: E731
         advance_until(sim, slack, drained_said, limit=1800, stride=30)
+        slack.type_command("U_ALICE", "C_GPU", "/gpu", "status")
+        spend_line = lambda: [  # noqa: E731
+            line
+            for e in slack.ephemerals("U_ALICE")
+            for line in e["text"].split("\n")
+            if "runs today" in line
+        ]
+        (spend,) = slack.wait_until(spend_line, timeout=WAIT)
     (drained,) = [r for r in replies(slack, root) if "drained to 0" in r]
     (cost,) = [r for r in replies(slack, root) if r.startswith("This run held its GPU for")]
     assert re.search(r"GPU-hours, ≈ \$\d+\.\d\d\.$", cost), cost
     spent = store.RedisStore(redis.Redis.from_url(redis_url), prefix="gpubot:")
     today = sim.world.clock.datetime().strftime("%Y-%m-%d")
-    assert spent.amount(costs.spend_key("U_ALICE", today)) > 0
+    total = spent.amount(costs.spend_key("U_ALICE", today))
+    assert total > 0 and spend == f"Your finished runs today (UTC): ${total:,.2f}"
     assert not [
         n for n in sim.nodes() if n["metadata"]["labels"].get("cloud.google.com/gke-nodepool") == POOL
     ]

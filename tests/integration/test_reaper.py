@@ -258,3 +258,18 @@ def test_reminder_extend_reminder_then_no_answer_deletes_and_the_pool_drains(
     assert podspec.parse_time(second_end) == podspec.parse_time(first_end) + hour  # type: ignore[operator]
     assert f"ends at {second_end[11:16]} UTC" in again["text"]
     assert len(said(slack, root, "Deleted")) == 1 and gpu_nodes(sim) == []
+
+
+def test_a_finished_pod_is_cleaned_up_after_the_retention_with_a_note(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
+) -> None:
+    # under the autoscaler's 10 minutes: past them the empty node goes, and its pods with it
+    with reaping_bot(sim, slack, tmp_path, redis_url, finished_retention_minutes=5.0) as bot:
+        root = start_workload(sim, slack, f"run {CUDA} --hours 8 -- sleep 60")
+        (finished,) = reap_until(sim, [bot], lambda: said(slack, root, "Finished"), limit=600)
+        assert gpubot_pods(sim), "a finished pod stays for its logs"
+        reap_until(sim, [bot], lambda: not gpubot_pods(sim) and said(slack, root, "Cleaned up"))
+    (note,) = said(slack, root, "Cleaned up")
+    assert note["text"].startswith(":broom: Cleaned up the finished pod `gpu-u-alice-")
+    assert said(slack, root, "This run held its GPU for")
+    assert float(note["ts"]) - float(finished["ts"]) > 0
