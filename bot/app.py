@@ -116,7 +116,7 @@ class Bot:
 
     def follow(self) -> None:
         """Another replica leads: keep watching, say nothing."""
-        logger.info("following: another replica holds the lease")
+        logger.info("not leading (stopped, or another replica holds the lease): watching quietly")
         self.services.tracker.pause()
         if self.scales is not None:
             self.scales.pause()

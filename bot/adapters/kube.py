@@ -103,7 +103,7 @@ def translated() -> Iterator[None]:
         raise errors.Unavailable(f"cannot reach the Kubernetes API: {err}") from err
 
 
-def _read_json(response: Any) -> Obj:
+def read_json(response: Any) -> Obj:
     """A raw urllib3 response (from `_preload_content=False`) as the dict the server sent."""
     try:
         data: Obj = json.loads(response.data)
@@ -398,7 +398,7 @@ class KubeCluster:
         namespace = str((manifest.get("metadata") or {}).get("namespace") or self.namespace)
         body = pod_body(self.api, manifest)
         with translated():
-            created = _read_json(self.core.create_namespaced_pod(namespace, body, _preload_content=False))
+            created = read_json(self.core.create_namespaced_pod(namespace, body, _preload_content=False))
         workload = workloads.from_pod(created)
         if workload is None:
             raise errors.Invalid("the API server dropped gpubot's labels from the created pod")
@@ -407,7 +407,7 @@ class KubeCluster:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         with translated():
-            _read_json(self.core.delete_namespaced_pod(name, namespace, _preload_content=False))
+            read_json(self.core.delete_namespaced_pod(name, namespace, _preload_content=False))
         logger.info("deleting pod %s/%s", namespace, name)
 
     def annotate_pod(
@@ -424,7 +424,7 @@ class KubeCluster:
                 _content_type=MERGE_PATCH,
                 _preload_content=False,
             )
-            _read_json(response)
+            read_json(response)
         logger.info("annotated pod %s/%s: %s", namespace, name, ", ".join(sorted(annotations)))
 
     def list_workloads(self, owner: str | None = None) -> list[workloads.Workload]:
@@ -443,7 +443,7 @@ class KubeCluster:
     def get_workload(self, namespace: str, name: str) -> workloads.Workload | None:
         try:
             with translated():
-                pod = _read_json(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
+                pod = read_json(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
         except errors.NotFound:
             return None
         return workloads.from_pod(pod)
@@ -457,7 +457,7 @@ class KubeCluster:
         namespace, name = AUTOSCALER_STATUS
         try:
             with translated():
-                found = _read_json(
+                found = read_json(
                     self.core.read_namespaced_config_map(name, namespace, _preload_content=False)
                 )
         except errors.NotFound:
@@ -477,7 +477,7 @@ class KubeCluster:
                     _continue=token,
                     _preload_content=False,
                 )
-                page = _read_json(response)
+                page = read_json(response)
             items += page.get("items") or []
             token = (page.get("metadata") or {}).get("continue") or None
             if token is None:

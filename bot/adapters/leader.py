@@ -28,7 +28,6 @@ then it steps down too. After stepping down the elector is a candidate again unt
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
@@ -96,14 +95,6 @@ def lease_body(name: str, record: leadership.LeaseRecord, *, current: Mapping[st
         leaseTransitions=record.transitions,
     )
     return {**base, "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "spec": spec}
-
-
-def _read_json(response: Any) -> Obj:
-    try:
-        data: Obj = json.loads(response.data)
-    finally:
-        response.release_conn()
-    return data
 
 
 # -- the elector ------------------------------------------------------------------------------------------
@@ -279,7 +270,7 @@ class LeaderElector:
         name = self.lease_name
         try:
             with kube.translated():
-                return _read_json(
+                return kube.read_json(
                     self.leases.read_namespaced_lease(
                         name, self.namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_SECONDS
                     )
@@ -295,5 +286,5 @@ class LeaderElector:
             assert body is not None  # from_dict returns None only for None
             options: dict[str, Any] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT_SECONDS}
             if current is None:
-                return _read_json(self.leases.create_namespaced_lease(self.namespace, body, **options))
-            return _read_json(self.leases.replace_namespaced_lease(name, self.namespace, body, **options))
+                return kube.read_json(self.leases.create_namespaced_lease(self.namespace, body, **options))
+            return kube.read_json(self.leases.replace_namespaced_lease(name, self.namespace, body, **options))

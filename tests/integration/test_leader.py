@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes import client
 
-from bot.adapters import leader
+from bot.adapters import kube, leader
 from bot.settings import LeaderSettings
 from sim.cluster import world
 
@@ -93,7 +93,7 @@ def candidates(
 def stored_lease(api_client: client.ApiClient) -> dict[str, Any]:
     """The Lease exactly as the sim stores and serves it."""
     response = client.CoordinationV1Api(api_client).read_namespaced_lease(LEASE, NS, _preload_content=False)
-    return leader._read_json(response)
+    return kube.read_json(response)
 
 
 def test_two_candidates_elect_exactly_one(
