@@ -24,7 +24,7 @@ from slack_sdk import WebClient
 
 import handlers
 from bot import settings as settings_module
-from bot.adapters import kube, leader, metrics, slack_outbox, slack_render, store
+from bot.adapters import kube, leader, metrics, observability, slack_outbox, slack_render, store
 from bot.core import notices, ports
 from bot.core.ports import WatchCallback
 from bot.services import Services, launcher, leases, reaper, scale_notifier, tracker
@@ -81,10 +81,22 @@ class Bot:
     reap_seconds: float = 60.0
     tick_seconds: float = TICK_SECONDS
     scheduler: BackgroundScheduler = field(default_factory=lambda: BackgroundScheduler(timezone="UTC"))
+    telemetry: observability.Telemetry = field(default_factory=observability.Telemetry)
+    """Metrics, and the /healthz, /readyz and /metrics server that `serve` starts."""
+    slack_connected: Callable[[], bool] | None = None
+    """Set once a Socket Mode connection or the HTTP server exists; readiness asks it."""
 
     @property
     def leading(self) -> bool:
         return self.elector is None or self.elector.is_leader
+
+    def unready_reason(self) -> str | None:
+        """Why this replica should get no traffic yet. Leading is not needed: a follower answers requests."""
+        if not self.cluster.wait_synced(0):
+            return "informers not synced"
+        if self.slack_connected is None or not self.slack_connected():
+            return "Slack not connected"
+        return None
 
     def start(self, *, sync_timeout: float = SYNC_TIMEOUT_SECONDS) -> None:
         watcher = self.services.tracker
@@ -126,6 +138,8 @@ class Bot:
             return
         try:
             self.services.tracker.tick()
+            if self.scales is not None:
+                self.scales.tick()
         except Exception:  # a timer must survive one bad round; the next tick tries again
             logger.exception("tick failed")
 
@@ -149,6 +163,7 @@ class Bot:
         close = getattr(self.store, "close", None)
         if close is not None:
             close()
+        self.telemetry.stop()
 
 
 def fan_out(*callbacks: WatchCallback) -> WatchCallback:
@@ -185,6 +200,7 @@ def build(
     kept = store.open_store(settings.redis.url, prefix=settings.redis.key_prefix)
     outbox = slack_outbox.SlackOutbox(slack_outbox.make_client(slack.bot_token, base_url=slack.api_base_url))
     chat = OutboxChat(outbox)
+    telemetry = observability.Telemetry()
     launch = launcher.LaunchSettings(
         namespace=settings.cluster.namespace,
         profiles=catalog.profiles,
@@ -193,13 +209,14 @@ def build(
         reaper=settings.reaper_policy(),
     )
     services = Services(
-        launcher=launcher.Launcher(cluster, chat, launch, clock=clock, store=kept),
+        launcher=launcher.Launcher(cluster, chat, launch, clock=clock, store=kept, telemetry=telemetry),
         leases=leases.Leases(cluster, chat, launch, clock=clock),
         tracker=tracker.Tracker(
             chat,
             clock=clock,
             store=kept,
             prices={name: profile.price_per_hour for name, profile in catalog.profiles.items()},
+            telemetry=telemetry,
         ),
         store=kept,
     )
@@ -218,6 +235,8 @@ def build(
             find_workload=cluster.get_workload,
             store=kept,
             live=False,
+            cluster=cluster,
+            drain_expected_minutes=settings.reaper.drain_expected_minutes,
         )
     bot = Bot(
         app=app,
@@ -227,7 +246,9 @@ def build(
         store=kept,
         scales=scales,
         tick_seconds=tick_seconds,
+        telemetry=telemetry,
     )
+    telemetry.watch(outbox=outbox, leading=lambda: bot.leading)
     bot.idle_reaper = reaper.Reaper(
         cluster,
         chat,
@@ -237,6 +258,7 @@ def build(
         clock=clock,
         store=kept,
         metrics=_metrics(settings),
+        telemetry=telemetry,
     )
     bot.reap_seconds = settings.reaper.interval_seconds
     if settings.leader.enabled:
@@ -286,15 +308,17 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 def serve(settings: settings_module.Settings) -> int:
     """`gpubot serve`: Socket Mode (or HTTP mode with a signing secret) until SIGTERM or Ctrl-C."""
-    logging.getLogger().setLevel(settings.log_level)
+    observability.configure_logging(settings.log_level, json_lines=settings.log_json)
     logger.info("gpubot starting with %s", settings.redacted())
     bot = build(settings)
+    bot.telemetry.serve(port=settings.health_port, ready=bot.unready_reason)
     bot.start()
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         if settings.slack.mode == "http":
             server = make_http_server(bot.app, port=settings.slack.http_port, path=settings.slack.http_path)
             logger.info("serving Slack requests at :%s%s", server.server_port, settings.slack.http_path)
+            bot.slack_connected = lambda: True  # the socket listens from here on; requests queue until served
             try:
                 server.serve_forever()
             finally:
@@ -302,6 +326,7 @@ def serve(settings: settings_module.Settings) -> int:
         else:
             handler = SocketModeHandler(bot.app, settings.slack.app_token)
             handler.connect()  # type: ignore[no-untyped-call]
+            bot.slack_connected = handler.client.is_connected
             threading.Event().wait()
     except KeyboardInterrupt:
         logger.info("stopping")

@@ -9,6 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
+from bot import cli_doctor, cli_pool
 from bot.settings import Settings
 from sim import seed
 from sim.cluster import world
@@ -55,12 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="instead, type the /gpu commands, press the buttons and move the clock yourself",
     )
     sub.add_parser("serve", help="run the bot against Slack and the cluster its environment names")
+    cli_pool.add_parser(sub)
+    cli_doctor.add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    quiet = args.command == "demo"  # the demo's transcript is its output; logs would drown it
+    quiet = args.command in ("demo", "pool")  # their output is for people; logs would drown it
     logging.basicConfig(
         level=logging.WARNING if quiet else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -77,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         from bot import cli_demo  # the bot's Slack and Kubernetes clients, needed by this command only
 
         return cli_demo.play_story(sys.stdout)
+    if args.command == "pool":
+        return cli_pool.run(args)
+    if args.command == "doctor":
+        return cli_doctor.run(args)
     if args.command == "serve":
         from bot import app  # only `serve` needs Slack and Kubernetes clients
 

@@ -94,6 +94,9 @@ class ReaperSettings:
     """How often the reaper looks; leases are in hours, so a minute of lateness is harmless."""
     dry_run: bool = False
     """Post and log what the reaper would do; change nothing."""
+    drain_expected_minutes: float = 15.0
+    """A GPU pool still up this long after gpubot's last workload on it left gets told why in the scale
+    channel: the autoscaler's scale-down-unneeded-time (10 min by default) plus a margin of 5."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,24 @@ class ProfileSettings:
     """YAML file of GPU profiles; empty means the built-in `t4` profile matching the seed's pool."""
     default_profile: str = ""
     """Overrides the file's `default:`."""
+
+
+@dataclass(frozen=True)
+class CloudSettings:
+    """Where the GPU pool's cloud API answers; `gpubot pool` flags override these."""
+
+    gke_endpoint: str = ""
+    """Container API base URL; empty is Google's. A plain-http URL is a local emulator such as `gpubot sim`,
+    so no credentials are sent there: no real cloud answers on plain http."""
+    eks_endpoint: str = ""
+    autoscaling_endpoint: str = ""
+    """EKS and EC2 Auto Scaling endpoint URLs; empty is AWS's regional ones (the sim serves both on one)."""
+    aws_region: str = ""
+    """Empty: boto3's own lookup (AWS_REGION, AWS_DEFAULT_REGION, ~/.aws/config)."""
+    poll_seconds: float = 5.0
+    """Between two looks at a cloud operation still running: gcloud's own poll period."""
+    timeout_seconds: float = 1800.0
+    """How long a pool change may take before gpubot stops waiting: gcloud's node-pools create timeout."""
 
 
 def default_identity() -> str:
@@ -142,8 +163,12 @@ class Settings:
     quota: QuotaSettings = QuotaSettings()
     profiles: ProfileSettings = ProfileSettings()
     leader: LeaderSettings = field(default_factory=LeaderSettings)
+    cloud: CloudSettings = CloudSettings()
     log_level: str = "INFO"
     log_json: bool = False
+    """One JSON object per log line, for a log pipeline; `from_env` (so `gpubot serve`) defaults to it."""
+    health_port: int = 8080
+    """Where /healthz, /readyz and /metrics listen; 0 picks a free port."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -198,8 +223,10 @@ class Settings:
             "quota": {"max_gpus_per_user": self.quota.max_gpus_per_user, "admins": sorted(self.quota.admins)},
             "profiles": vars(self.profiles).copy(),
             "leader": vars(self.leader).copy(),
+            "cloud": vars(self.cloud).copy(),
             "log_level": self.log_level,
             "log_json": self.log_json,
+            "health_port": self.health_port,
         }
 
 
@@ -348,6 +375,7 @@ def _read_reaper(env: _EnvReader) -> ReaperSettings:
         gpu_metric=metric,
         interval_seconds=env.number("GPUBOT_REAPER_INTERVAL_SECONDS", 60.0, minimum=1, maximum=3600),
         dry_run=env.flag("GPUBOT_REAPER_DRY_RUN"),
+        drain_expected_minutes=env.number("GPUBOT_DRAIN_EXPECTED_MINUTES", 15.0, minimum=1, maximum=day),
     )
 
 
@@ -370,25 +398,82 @@ def _read_leader(env: _EnvReader) -> LeaderSettings:
     )
 
 
+def _read_cloud(env: _EnvReader) -> CloudSettings:
+    endpoints = {}
+    for name in ("GPUBOT_GKE_ENDPOINT", "GPUBOT_EKS_ENDPOINT", "GPUBOT_AUTOSCALING_ENDPOINT"):
+        endpoints[name] = env.text(name).rstrip("/")
+        if endpoints[name] and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", endpoints[name]):
+            env.problems.append(f"{name}={endpoints[name]!r}: expected an http(s) URL")
+    return CloudSettings(
+        gke_endpoint=endpoints["GPUBOT_GKE_ENDPOINT"],
+        eks_endpoint=endpoints["GPUBOT_EKS_ENDPOINT"],
+        autoscaling_endpoint=endpoints["GPUBOT_AUTOSCALING_ENDPOINT"],
+        aws_region=env.text("AWS_REGION") or env.text("AWS_DEFAULT_REGION"),
+        poll_seconds=env.number("GPUBOT_CLOUD_POLL_SECONDS", 5.0, minimum=0.1, maximum=300),
+        timeout_seconds=env.number("GPUBOT_CLOUD_TIMEOUT_SECONDS", 1800.0, minimum=1, maximum=4 * 3600),
+    )
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    """What operator commands such as `gpubot pool` read: no Slack, since they run from a laptop."""
+
+    cloud: CloudSettings
+    profiles: ProfileSettings
+    cluster: ClusterSettings
+    redis: RedisSettings = RedisSettings()
+    """`gpubot doctor` reads the scale-up times the bot keeps there."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ToolSettings:
+        reader = _EnvReader(os.environ if environ is None else environ)
+        settings = cls(
+            cloud=_read_cloud(reader),
+            profiles=_read_profiles(reader),
+            cluster=_read_cluster(reader),
+            redis=_read_redis(reader),
+        )
+        if reader.problems:
+            raise SettingsError("invalid configuration:\n  " + "\n  ".join(reader.problems))
+        return settings
+
+
+def _read_redis(env: _EnvReader) -> RedisSettings:
+    return RedisSettings(
+        url=env.text("REDIS_URL", "redis://localhost:6379/0"),
+        key_prefix=env.text("GPUBOT_REDIS_PREFIX", "gpubot:"),
+    )
+
+
+def _read_profiles(env: _EnvReader) -> ProfileSettings:
+    return ProfileSettings(
+        profiles_file=env.text("GPUBOT_PROFILES_FILE"), default_profile=env.text("GPUBOT_DEFAULT_PROFILE")
+    )
+
+
 def _read_settings(env: _EnvReader) -> Settings:
     log_level = env.text("LOG_LEVEL", "INFO").upper()
     if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         env.problems.append(f"LOG_LEVEL={log_level!r}: expected DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    log_format = env.text("GPUBOT_LOG_FORMAT", "json").lower()
+    if log_format not in ("json", "text"):
+        env.problems.append(f"GPUBOT_LOG_FORMAT={log_format!r}: expected json or text")
+    slack = _read_slack(env)
+    health_port = env.integer("GPUBOT_HEALTH_PORT", 8080, minimum=0, maximum=65535)
+    if slack.mode == "http" and health_port == slack.http_port:
+        env.problems.append(f"GPUBOT_HEALTH_PORT={health_port} is Slack's HTTP port too (PORT); pick another")
     return Settings(
-        slack=_read_slack(env),
+        slack=slack,
         cluster=_read_cluster(env),
-        redis=RedisSettings(
-            url=env.text("REDIS_URL", "redis://localhost:6379/0"),
-            key_prefix=env.text("GPUBOT_REDIS_PREFIX", "gpubot:"),
-        ),
+        redis=_read_redis(env),
         reaper=_read_reaper(env),
         quota=_read_quota(env),
-        profiles=ProfileSettings(
-            profiles_file=env.text("GPUBOT_PROFILES_FILE"), default_profile=env.text("GPUBOT_DEFAULT_PROFILE")
-        ),
+        profiles=_read_profiles(env),
         leader=_read_leader(env),
+        cloud=_read_cloud(env),
         log_level=log_level,
-        log_json=env.text("LOG_FORMAT", "text").lower() == "json",
+        log_json=log_format == "json",
+        health_port=health_port,
     )
 
 
@@ -620,7 +705,7 @@ def load_profiles(yaml_text: str) -> dict[str, models.GpuProfile]:
     return dict(load_profile_catalog(yaml_text).profiles)
 
 
-def read_profile_catalog(settings: Settings) -> ProfileCatalog:
+def read_profile_catalog(settings: Settings | ToolSettings) -> ProfileCatalog:
     """The configured catalogue: the profiles file if one is set, else the built-in `t4`."""
     path = settings.profiles.profiles_file
     try:

@@ -9,12 +9,14 @@ models, because the v37 client validates them locally before sending.
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pydantic
@@ -22,7 +24,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from bot.core import errors, labels, lifecycle, ports, workloads
+from bot.core import doctor_autoscaler, doctor_facts, errors, labels, lifecycle, ports, workloads
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +32,7 @@ Obj = dict[str, Any]
 AUTOSCALER_STATUS = ("kube-system", "cluster-autoscaler-status")
 """Where the Cluster Autoscaler publishes its status (`--status-config-map-name`), and the key it uses."""
 AUTOSCALER_STATUS_KEY = "status"
+AUTOSCALER_LAST_UPDATED = "cluster-autoscaler.kubernetes.io/last-updated"
 LIST_PAGE = 500
 MERGE_PATCH = "application/merge-patch+json"
 """RFC 7386, named explicitly: the v37 client would otherwise label a dict body as a JSON Patch."""
@@ -101,6 +104,15 @@ def translated() -> Iterator[None]:
         raise errors.Invalid(f"rejected by the client before sending: {err}") from err
     except (urllib3.exceptions.HTTPError, OSError) as err:
         raise errors.Unavailable(f"cannot reach the Kubernetes API: {err}") from err
+
+
+def server_time(headers: Mapping[str, str] | None) -> datetime | None:
+    """The API server's clock from a response's Date header, to judge what it says without local skew."""
+    try:
+        found = email.utils.parsedate_to_datetime((headers or {}).get("Date", ""))
+    except (TypeError, ValueError):
+        return None
+    return found if found.tzinfo is not None else None
 
 
 def read_json(response: Any) -> Obj:
@@ -453,6 +465,15 @@ class KubeCluster:
         nodes = self._list(self.core.list_node)
         return sorted((workloads.observe_node(node) for node in nodes), key=lambda n: n.name)
 
+    def list_pods_on_nodes(self, nodes: Iterable[str]) -> list[Obj]:
+        """One list per node with the `spec.nodeName` field selector, which every API server indexes."""
+        everywhere = self.core.list_pod_for_all_namespaces
+        return [
+            pod
+            for node in sorted(set(nodes))
+            for pod in self._list(everywhere, field_selector=f"spec.nodeName={node}")
+        ]
+
     def read_autoscaler_status(self) -> str | None:
         namespace, name = AUTOSCALER_STATUS
         try:
@@ -465,7 +486,58 @@ class KubeCluster:
         status = (found.get("data") or {}).get(AUTOSCALER_STATUS_KEY)
         return str(status) if status is not None else None
 
-    def _list(self, list_fn: Callable[..., Any], *args: str, label_selector: str | None = None) -> list[Obj]:
+    # -- what gpubot doctor reads (ports.ClusterProbe) -------------------------------------------
+    def list_node_objects(self) -> list[Obj]:
+        return self._list(self.core.list_node)
+
+    def read_autoscaler_configmap(self) -> doctor_facts.AutoscalerFacts:
+        """A 404 is an answer here (no autoscaler), and its Date still tells the server's clock."""
+        namespace, name = AUTOSCALER_STATUS
+        with translated():
+            try:
+                response: Any = self.core.read_namespaced_config_map(name, namespace, _preload_content=False)
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+                return doctor_facts.AutoscalerFacts(now=server_time(err.headers))
+            now = server_time(response.headers)
+            found = read_json(response)
+        stamp = ((found.get("metadata") or {}).get("annotations") or {}).get(AUTOSCALER_LAST_UPDATED, "")
+        status = (found.get("data") or {}).get(AUTOSCALER_STATUS_KEY)
+        return doctor_facts.AutoscalerFacts(
+            text=str(status) if status is not None else "",
+            last_updated=doctor_autoscaler.parse_last_updated(str(stamp)),
+            now=now,
+        )
+
+    def review_access(self, rule: doctor_facts.AccessRule) -> doctor_facts.AccessAnswer:
+        attributes = client.V1ResourceAttributes(
+            verb=rule.verb,
+            resource=rule.resource,
+            group=rule.group,
+            namespace=rule.namespace or None,
+            name=rule.name or None,
+        )
+        review = client.V1SelfSubjectAccessReview(
+            spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes)
+        )
+        with translated():
+            found = read_json(
+                client.AuthorizationV1Api(self.api).create_self_subject_access_review(
+                    review, _preload_content=False
+                )
+            )
+        status = found.get("status") or {}
+        reason = status.get("reason") or status.get("evaluationError") or ""
+        return doctor_facts.AccessAnswer(rule, allowed=status.get("allowed") is True, reason=str(reason))
+
+    def _list(
+        self,
+        list_fn: Callable[..., Any],
+        *args: str,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[Obj]:
         items: list[Obj] = []
         token: str | None = None
         while True:
@@ -473,6 +545,7 @@ class KubeCluster:
                 response = list_fn(
                     *args,
                     label_selector=label_selector,
+                    field_selector=field_selector,
                     limit=LIST_PAGE,
                     _continue=token,
                     _preload_content=False,

@@ -6,11 +6,11 @@ exception crosses into services or the core.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
-from bot.core import idleness, lifecycle, workloads
+from bot.core import doctor_facts, idleness, lifecycle, pools, workloads
 
 ADDED: Final = "ADDED"
 MODIFIED: Final = "MODIFIED"
@@ -52,6 +52,10 @@ class Cluster(Protocol):
 
     def list_nodes(self) -> list[lifecycle.NodeSeen]:
         """Every node as it is now: name, pool, Ready, allocatable GPUs."""
+        ...
+
+    def list_pods_on_nodes(self, nodes: Iterable[str]) -> Sequence[Mapping[str, Any]]:
+        """Every pod bound to these nodes, in any namespace and gpubot's or not, as the API sent them."""
         ...
 
     def read_autoscaler_status(self) -> str | None:
@@ -119,4 +123,92 @@ class GpuMetrics(Protocol):
 
         `Unavailable` when the store cannot answer: the caller then knows nothing (so: busy).
         """
+        ...
+
+
+CommandOutcome = Literal["ok", "refused", "failed"]
+"""How a command ended: done, refused by policy (quota, profile; the user was told why), or failed."""
+
+
+class Telemetry(Protocol):
+    """What services count for the operator's dashboards; the adapter keeps it as Prometheus metrics."""
+
+    def count_command(self, command: str, outcome: CommandOutcome) -> None: ...
+
+    def observe_time_to_running(self, seconds: float) -> None:
+        """From the pod's creation to its container Running, in the cluster's time."""
+        ...
+
+    def count_scale_up(self, pool: str) -> None:
+        """A workload's pod triggered a Cluster Autoscaler scale-up of `pool`."""
+        ...
+
+    def count_reaper_act(self, act: str, *, dry_run: bool) -> None:
+        """The reaper reminded, warned, or deleted (`reaping.Act` values)."""
+        ...
+
+
+class NoTelemetry:
+    """Counts nothing: the default, so services and their tests need no metrics registry."""
+
+    def count_command(self, command: str, outcome: CommandOutcome) -> None:
+        return None
+
+    def observe_time_to_running(self, seconds: float) -> None:
+        return None
+
+    def count_scale_up(self, pool: str) -> None:
+        return None
+
+    def count_reaper_act(self, act: str, *, dry_run: bool) -> None:
+        return None
+
+
+NO_TELEMETRY: Final = NoTelemetry()
+
+
+class PoolManager(Protocol):
+    """One cluster's GPU node pools at its cloud (GKE node pools, EKS nodegroups with their ASG tags).
+
+    Mutations wait until the cloud says they are done, so a caller can show the result at once.
+    """
+
+    def create_pool(self, spec: pools.PoolSpec) -> pools.PoolView:
+        """Create the pool as specified; `Conflict` if one of that name exists, `Invalid` if refused."""
+        ...
+
+    def get_pool(self, name: str) -> pools.PoolView:
+        """The pool as the cloud reports it; `NotFound` if there is none of that name."""
+        ...
+
+    def set_pool_size(self, name: str, resize: pools.Resize) -> pools.PoolView:
+        """Turn autoscaling on within these bounds (moving the current size when asked); `NotFound`."""
+        ...
+
+    def delete_pool(self, name: str) -> None:
+        """Delete the pool and its nodes; `NotFound` if there is none of that name."""
+        ...
+
+
+class ClusterProbe(Protocol):
+    """What `gpubot doctor` reads beyond the bot's daily view; a port of its own so `Cluster` stays small."""
+
+    def list_node_objects(self) -> Sequence[Mapping[str, Any]]:
+        """Every node as the API sent it, taints and allocatable included."""
+        ...
+
+    def read_autoscaler_configmap(self) -> doctor_facts.AutoscalerFacts:
+        """The status ConfigMap's text and last update, with the API server's clock; text None if absent."""
+        ...
+
+    def review_access(self, rule: doctor_facts.AccessRule) -> doctor_facts.AccessAnswer:
+        """Whether the credentials in use may do this, by the API server's SelfSubjectAccessReview."""
+        ...
+
+
+class CloudPools(Protocol):
+    """Node pools as their cloud reports them: all there is to know of a pool at zero nodes."""
+
+    def list_cloud_pools(self) -> Sequence[doctor_facts.CloudPool]:
+        """Every node pool of the cluster with its template; `Unavailable` if the cloud cannot be asked."""
         ...

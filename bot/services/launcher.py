@@ -65,6 +65,12 @@ def held_gpus(owned: list[workloads.Workload]) -> int:
     return sum(w.gpus for w in owned if is_live(w))
 
 
+def run_outcome(result: workloads.Workload | models.UsageError | None) -> ports.CommandOutcome:
+    if isinstance(result, models.UsageError):
+        return "refused"
+    return "failed" if result is None else "ok"
+
+
 class Launcher:
     def __init__(
         self,
@@ -74,8 +80,10 @@ class Launcher:
         *,
         clock: Callable[[], datetime],
         store: ports.Store | None = None,
+        telemetry: ports.Telemetry = ports.NO_TELEMETRY,
     ) -> None:
         """`store` holds each user's spend today, which `/gpu status` shows."""
+        self._telemetry = telemetry
         self._cluster = cluster
         self._chat = chat_port
         self._settings = settings
@@ -86,16 +94,22 @@ class Launcher:
     def handle(
         self, command: models.RunRequest | models.StatusRequest, owner: models.Owner, channel: str
     ) -> None:
-        """The slow half of `/gpu run` and `/gpu status`."""
+        """The slow half of `/gpu run` and `/gpu status`, each counted once by how it ended."""
+        outcome: ports.CommandOutcome = "failed"  # stays so when the cluster fails on the way
         with failures_told(self._chat, channel, owner.user_id, f"/gpu {type(command).__name__}"):
             if isinstance(command, models.RunRequest):
-                self.run(command, owner, channel)
+                outcome = run_outcome(self.run(command, owner, channel))
             else:
                 self.status(command, owner.user_id, channel)
+                outcome = "ok"
+        self._telemetry.count_command("run" if isinstance(command, models.RunRequest) else "status", outcome)
 
     # -- /gpu run ----------------------------------------------------------------------------------
-    def run(self, request: models.RunRequest, owner: models.Owner, channel: str) -> workloads.Workload | None:
-        """Quota check, thread root, pod; None (and an ephemeral saying why) when nothing was created."""
+    def run(
+        self, request: models.RunRequest, owner: models.Owner, channel: str
+    ) -> workloads.Workload | models.UsageError | None:
+        """Quota check, thread root, pod. The refusal when policy says no (and an ephemeral saying why);
+        None when the cluster would not create the pod (the thread says why)."""
         settings = self._settings
         owned = self._cluster.list_workloads(owner.user_id)
         profile = quota.check_run(
@@ -107,7 +121,7 @@ class Launcher:
         )
         if isinstance(profile, models.UsageError):
             self._chat.ephemeral(channel, owner.user_id, notices.Ephemeral(profile.message))
-            return None
+            return profile
         asked = notices.format_gpus(request.gpus, profile.name)
         who = owner.user_name or owner.user_id
         root = notices.Reply(f"{who} asked for {asked}: `{request.image}`. Following it here.")

@@ -56,8 +56,10 @@ class Reaper:
         clock: Callable[[], datetime],
         store: ports.Store | None = None,
         metrics: ports.GpuMetrics | None = None,
+        telemetry: ports.Telemetry = ports.NO_TELEMETRY,
     ) -> None:
         """`live_workloads`: gpubot's pods as the informers hold them now (the tracker's view)."""
+        self._telemetry = telemetry
         self._cluster = cluster
         self._chat = chat_port
         self._policy = policy
@@ -83,6 +85,7 @@ class Reaper:
             act = reaping.decide(candidate, now, self._policy)
             if act is not None and self._perform(act, workload, now):
                 done.append(Done(workload.key, act, self._policy.dry_run))
+                self._telemetry.count_reaper_act(act.value, dry_run=self._policy.dry_run)
         return done
 
     # -- idleness --------------------------------------------------------------------------------

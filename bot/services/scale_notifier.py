@@ -8,19 +8,25 @@ never both post it); every later change is a coalesced edit of that message.
 
 Every replica follows the episodes; only the leader speaks (`go_live` / `pause`). Which message shows an
 episode is kept in the store, so a new leader edits it rather than posting a second one.
+
+`tick` (the leader's timer) asks why a pool is still up well after gpubot's last workload on it left.
+Which gpubot pods are where comes from `Cluster.list_workloads()` at tick time, and only while an episode
+has nodes up: the informers feeding this notifier carry events and nodes, not pods, and an event stream
+cannot tell when a pod's container simply exited. The pods on the pool's nodes and the autoscaler's status
+are read only once that wait is over, and the answer edits the episode's message once.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import episodes, errors, lifecycle, models, notices, podspec, ports, workloads
-from bot.services import chat
+from bot.core import drain, episodes, errors, lifecycle, models, notices, podspec, ports, workloads
+from bot.services import chat, status
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +55,13 @@ class ScaleNotifier:
         find_workload: FindWorkload | None = None,
         store: ports.Store | None = None,
         live: bool = True,
+        cluster: ports.Cluster | None = None,
+        drain_expected_minutes: float = drain.DRAIN_EXPECTED.total_seconds() / 60,
     ) -> None:
-        """`prices`: the profiles whose `price_per_hour` costs an episode, matched to pools by node labels."""
+        """`prices`: the profiles whose `price_per_hour` costs an episode, matched to pools by node labels.
+
+        `cluster`: where `tick` looks when a pool is still up `drain_expected_minutes` after gpubot's last
+        workload on it left; without one, `tick` does nothing."""
         self._chat = chat_port
         self._channel = channel
         self._profiles = tuple(prices)
@@ -62,6 +73,14 @@ class ScaleNotifier:
         self._posted: dict[str, Posted] = {}
         self._store = store
         self._live = live
+        self._cluster = cluster
+        self._drain_expected = timedelta(minutes=drain_expected_minutes)
+        self._nodes: dict[str, drain.NodeFacts] = {}
+        """Each pool node's labels and annotations as the node informer last delivered them."""
+        self._occupied_at: dict[str, datetime] = {}
+        """Episode key → the last tick that saw a gpubot pod on (or waiting for) its pool, else the first."""
+        self._why: dict[str, str] = {}
+        """Episode key → why its pool is not draining, as the message shows it."""
 
     # -- reading ---------------------------------------------------------------------------------
     def current_episodes(self) -> dict[str, episodes.Episode]:
@@ -107,10 +126,83 @@ class ScaleNotifier:
         with self._lock:
             self._learn_price(pool, node)
             if change == ports.DELETED:
+                self._nodes.pop(name, None)
                 self._observe(episodes.NodeRemoved(at=self._clock(), name=name, pool=pool))
                 return
+            self._nodes[name] = drain.read_node(node)
             for seen in self._node_observations(node, known=name in self._state.pool(pool).present):
                 self._observe(seen)
+
+    # -- the drain check ---------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Timer, on the leader: a pool still up well after gpubot's last workload left is told why."""
+        cluster = self._cluster
+        if cluster is None or not self._live:
+            return
+        with self._lock:
+            watched = {
+                e.key: (e.pool, sorted(self._state.pool(e.pool).present))
+                for e in self._state.open_episodes()
+                if self._state.pool(e.pool).present
+            }
+            for done in (self._occupied_at.keys() | self._why.keys()) - watched.keys():
+                self._occupied_at.pop(done, None)
+                self._why.pop(done, None)
+        if not watched:
+            return
+        try:
+            held = cluster.list_workloads()
+        except errors.GpubotError as err:
+            logger.warning("cannot list gpubot's pods for the drain check: %s", err)
+            return
+        now = self._clock()
+        for key, (pool, nodes) in watched.items():
+            self._check_drain(cluster, key, pool, nodes, held=held, now=now)
+
+    def _check_drain(
+        self,
+        cluster: ports.Cluster,
+        key: str,
+        pool: str,
+        nodes: list[str],
+        *,
+        held: list[workloads.Workload],
+        now: datetime,
+    ) -> None:
+        if occupies(held, nodes):
+            with self._lock:
+                self._occupied_at[key] = now
+                if self._why.pop(key, None) is not None:
+                    self._republish(key)  # gpubot uses the pool again: the question no longer stands
+            return
+        with self._lock:
+            since = self._occupied_at.setdefault(key, now)
+            if key in self._why or now - since < self._drain_expected:
+                return
+        try:
+            text = self._explain(cluster, pool, nodes, idle=now - since)
+        except errors.GpubotError as err:
+            logger.warning("cannot tell why %s is not draining: %s", pool, err)
+            return
+        with self._lock:
+            self._why[key] = text
+            self._republish(key)
+
+    def _explain(self, cluster: ports.Cluster, pool: str, nodes: list[str], *, idle: timedelta) -> str:
+        """The one read of the pods on the pool's nodes and of the autoscaler's status, and the answer."""
+        pods = [drain.read_pod(pod) for pod in cluster.list_pods_on_nodes(nodes)]
+        status_text = cluster.read_autoscaler_status()
+        min_size = status.autoscaler_sizes(status_text).get(pool, (None, None))[0]
+        with self._lock:
+            facts = [self._nodes.get(name) or drain.NodeFacts(name) for name in nodes]
+        reasons = drain.diagnose(pool, nodes=facts, pods=pods, status_text=status_text, min_size=min_size)
+        logger.info("%s not draining: %s", pool, ", ".join(r.cause.value for r in reasons))
+        return drain.describe(pool, reasons, nodes=len(nodes), idle=idle)
+
+    def _republish(self, key: str) -> None:
+        for episode in self._state.open_episodes():
+            if episode.key == key:
+                self._publish(episode)
 
     # -- internals -------------------------------------------------------------------------------
     def _node_observations(self, node: Mapping[str, Any], *, known: bool) -> list[lifecycle.NodeSeen]:
@@ -155,6 +247,9 @@ class ScaleNotifier:
         if not self._live:
             return
         notice = episodes.to_notice(episode, now=self._clock(), price_per_hour=self._prices.get(episode.pool))
+        why = self._why.get(episode.key) if not episode.closed else None
+        if why:
+            notice = replace(notice, warning="\n".join(text for text in (notice.warning, why) if text))
         posted = self._posted.get(episode.pool)
         if (posted is None or posted.key != episode.key) and (ts := self._recall(episode)):
             posted = Posted(episode.key, ts, notices.ChannelEpisode(pool="", headline=""))
@@ -180,3 +275,10 @@ class ScaleNotifier:
     def _recall(self, episode: episodes.Episode) -> str | None:
         """The message another replica (or this one before a restart) posted for this episode."""
         return self._store.recall(self._message_key(episode)) if self._store is not None else None
+
+
+def occupies(held: Iterable[workloads.Workload], nodes: Collection[str]) -> bool:
+    """A gpubot pod still on one of the nodes, or one still waiting for a node (it may be for this pool)."""
+    return any(
+        status.holds_gpu(w) and (w.node in nodes or (not w.node and not w.deletion_requested)) for w in held
+    )

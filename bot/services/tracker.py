@@ -62,8 +62,10 @@ class Tracker:
         clock: Callable[[], datetime] = wall_clock,
         store: ports.Store | None = None,
         prices: Mapping[str, float] | None = None,
+        telemetry: ports.Telemetry = ports.NO_TELEMETRY,
     ) -> None:
         """`store` keeps each pool's past scale-up durations, for the ETA and the slow-node warning."""
+        self._telemetry = telemetry
         self._chat = chat_port
         self._clock = clock
         self._store = store
@@ -236,10 +238,21 @@ class Tracker:
             logger.info("workload %s: %s", key, milestone.text)
         if any(m.step == lifecycle.Step.GPU_READY and not m.late for m in milestones):
             self._learn_duration(thread.progress)
+        self._measure(thread.progress, milestones)
         self._publish(key, thread, milestones)
         ended = next((m for m in milestones if m.outcome is not None), None)
         if ended is not None:
             self._tell_cost(thread, ended.at)
+
+    def _measure(self, progress: lifecycle.Progress, milestones: list[lifecycle.Milestone]) -> None:
+        """Only the live (leading) replica counts, and only news: a replay after a restart is not."""
+        for milestone in milestones:
+            if not self._live or milestone.late:
+                continue
+            if milestone.step == lifecycle.Step.SCALE_UP:
+                self._telemetry.count_scale_up(progress.pool)
+            elif milestone.step == lifecycle.Step.RUNNING:
+                self._telemetry.observe_time_to_running((milestone.at - progress.created).total_seconds())
 
     # -- cost ----------------------------------------------------------------------------------------
     def _tell_cost(self, thread: status.Thread, ended: datetime) -> None:

@@ -26,6 +26,8 @@ STATUS_NAMESPACE, STATUS_NAME = "kube-system", "cluster-autoscaler-status"
 LAST_UPDATED = "cluster-autoscaler.kubernetes.io/last-updated"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+MIRROR = "kubernetes.io/config.mirror"
+"""The kubelet's annotation on a static pod's API copy (a mirror pod)."""
 
 
 @dataclass
@@ -446,4 +448,7 @@ def _counts(members: list[Obj], instances: list[nodes.Instance], clock: Clock) -
 
 
 def _is_daemon(pod: Obj) -> bool:
+    """DaemonSet and mirror (static) pods: upstream's drain rules skip both, so neither keeps a node."""
+    if MIRROR in (pod["metadata"].get("annotations") or {}):
+        return True
     return any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or [])

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import functools
 import json
 import logging
@@ -18,10 +19,23 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from sim.clock import Clock
-from sim.cluster import apiserver, autoscaler, eks, events, gke, kubelet, metrics, nodes, pools, scheduler
+from sim.cluster import (
+    apiserver,
+    asg,
+    authorization,
+    autoscaler,
+    eks,
+    events,
+    gke,
+    kubelet,
+    metrics,
+    nodes,
+    pools,
+    scheduler,
+)
 from sim.cluster.config import Faults, Timings
 from sim.cluster.store import Obj, Store
 
@@ -99,6 +113,7 @@ class World:
         self.autoscaler = autoscaler.Autoscaler(
             self.store, self.registry, self.node_ctl, self.recorder, self.timings, self.faults
         )
+        self.access = authorization.AccessReviews()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.url = ""
         self._runner: web.AppRunner | None = None
@@ -128,6 +143,7 @@ class World:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.add_routes(self.metrics.routes())
+        app.add_routes(self.access.routes())
         app.add_routes(self.api.routes())
         app.add_routes(
             gke.routes(
@@ -140,6 +156,7 @@ class World:
             )
         )
         app.add_routes(eks.routes(self.registry, cluster=CLUSTER, region=EKS_REGION, clock=self.clock))
+        app.add_routes(asg.routes(self.registry, region=EKS_REGION, clock=self.clock))
         app.add_routes(
             [
                 web.get("/simctl/v1/clock", self._clock_info),
@@ -147,7 +164,12 @@ class World:
                 web.post("/simctl/v1/faults", self._set_faults),
             ]
         )
+        app.on_response_prepare.append(self._stamp_date)
         return app
+
+    async def _stamp_date(self, request: web.Request, response: web.StreamResponse) -> None:
+        """Date is the simulated clock, as a real server's is its own: clients judge freshness by it."""
+        response.headers[hdrs.DATE] = email.utils.format_datetime(self.clock.datetime(), usegmt=True)
 
     # -- running -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -188,6 +210,12 @@ class World:
 
     async def _set_faults(self, request: web.Request) -> web.Response:
         body = await request.json()
+        if "access" in body:
+            try:
+                rule = self.access.set_fault(body["access"], body.get("kind"))
+            except ValueError as err:
+                return web.json_response({"error": str(err)}, status=400)
+            return web.json_response({"access": vars(rule), "kind": body.get("kind")})
         if "pod" in body:
             try:
                 self.metrics.set_fault(str(body["pod"]), body.get("kind"), after=body.get("after"))

@@ -445,6 +445,16 @@ DAEMON_OWNER = {
             False,
             id="daemonset-pod-only",
         ),
+        pytest.param(
+            pod(
+                "kube-proxy",
+                selector={"app-type": "gpu-workloads"},
+                tolerations=[GPU_TOLERATION],
+                annotations={"kubernetes.io/config.mirror": "0123456789abcdef"},
+            ),
+            False,
+            id="mirror-pod-only",
+        ),
         pytest.param(None, False, id="empty"),
     ],
 )

@@ -19,6 +19,7 @@ def test_defaults_in_socket_mode() -> None:
     assert loaded.slack.api_base_url == "https://slack.com/api/"
     assert loaded.cluster == settings.ClusterSettings()
     assert loaded.redis.url == "redis://localhost:6379/0"
+    assert loaded.log_json and loaded.health_port == 8080  # `gpubot serve` logs JSON unless told otherwise
     assert loaded.policy() == models.QuotaPolicy(
         max_gpus_per_user=2, default_lease_hours=4, max_lease_hours=24
     )
@@ -43,7 +44,8 @@ def test_everything_from_the_environment() -> None:
             "GPUBOT_ADMINS": "U0ADMIN, U0OTHER",
             "GPUBOT_PROFILES_FILE": "deploy/profiles.yaml",
             "LOG_LEVEL": "debug",
-            "LOG_FORMAT": "json",
+            "GPUBOT_LOG_FORMAT": "text",
+            "GPUBOT_HEALTH_PORT": "9090",
         }
     )
     assert loaded.slack.mode == "http" and loaded.slack.http_port == 8080
@@ -58,7 +60,7 @@ def test_everything_from_the_environment() -> None:
         admins=frozenset({"U0ADMIN", "U0OTHER"}),
     )
     assert loaded.policy().is_admin("U0ADMIN") and not loaded.policy().is_admin("U01ALICE")
-    assert loaded.log_level == "DEBUG" and loaded.log_json
+    assert loaded.log_level == "DEBUG" and not loaded.log_json and loaded.health_port == 9090
 
 
 def test_in_cluster_is_the_default_inside_kubernetes() -> None:
@@ -83,6 +85,8 @@ def test_every_problem_is_reported_at_once() -> None:
                 "PORT": "99999",
                 "SLACK_API_URL": "slack.com",
                 "LOG_LEVEL": "chatty",
+                "GPUBOT_LOG_FORMAT": "xml",
+                "GPUBOT_HEALTH_PORT": "http",
             }
         )
     message = str(raised.value)
@@ -98,6 +102,8 @@ def test_every_problem_is_reported_at_once() -> None:
         "PORT='99999'",
         "SLACK_API_URL='slack.com'",
         "LOG_LEVEL='CHATTY'",
+        "GPUBOT_LOG_FORMAT='xml': expected json or text",
+        "GPUBOT_HEALTH_PORT='http': expected a whole number",
     ):
         assert expected in message
 
@@ -107,6 +113,10 @@ def test_every_problem_is_reported_at_once() -> None:
     [
         ({"SLACK_MODE": "http", "SLACK_BOT_TOKEN": "x"}, "SLACK_SIGNING_SECRET is required in HTTP mode"),
         ({**SOCKET_ENV, "GPUBOT_DEFAULT_LEASE_HOURS": "30"}, "exceeds GPUBOT_MAX_LEASE_HOURS=24"),
+        (
+            {"SLACK_MODE": "http", "SLACK_BOT_TOKEN": "x", "SLACK_SIGNING_SECRET": "s", "PORT": "8080"},
+            "GPUBOT_HEALTH_PORT=8080 is Slack's HTTP port too",
+        ),
     ],
 )
 def test_mode_and_lease_consistency(env: dict[str, str], problem: str) -> None:

@@ -1,0 +1,84 @@
+"""Core: taints and the scheduler's toleration rules, to tell in advance whether a pod may land on a pool.
+
+`tolerates` is upstream's `Toleration.ToleratesTaint` (k8s.io/api/core/v1/toleration.go) line for line;
+only NoSchedule and NoExecute taints keep a pod off a node (the TaintToleration filter ignores
+PreferNoSchedule), which is what `blocks` says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.core import labels, models
+
+BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+TRANSIENT_PREFIXES = (
+    "node.kubernetes.io/",
+    "node.cloudprovider.kubernetes.io/",
+    "startup-taint.cluster-autoscaler.kubernetes.io/",
+    "status-taint.cluster-autoscaler.kubernetes.io/",
+)
+"""Taints the node lifecycle, the cloud controller and the autoscaler put on and take off by themselves."""
+TRANSIENT_KEYS = frozenset({"ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler"})
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+    def __str__(self) -> str:
+        """`key=value:Effect`, as `kubectl taint` and `gcloud --node-taints` write it."""
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+EXPECTED_GPU_TAINT = Taint(labels.GPU_TAINT_KEY, "present", "NoSchedule")
+"""The seed's taint, and GKE's: keeps every pod that does not ask for a GPU off the expensive nodes."""
+
+
+def tolerates(toleration: models.Toleration, taint: Taint) -> bool:
+    """Upstream's ToleratesTaint: empty effect matches every effect, empty key every key (with Exists)."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator in ("", "Equal"):
+        return toleration.value == taint.value
+    return toleration.operator == "Exists"
+
+
+def blocks(taint: Taint) -> bool:
+    return taint.effect in BLOCKING_EFFECTS
+
+
+def untolerated(tolerations: Iterable[models.Toleration], found: Iterable[Taint]) -> list[Taint]:
+    """The taints that keep a pod with these tolerations off the node, in the order given."""
+    tolerations = tuple(tolerations)
+    return [t for t in found if blocks(t) and not any(tolerates(x, t) for x in tolerations)]
+
+
+def is_transient(taint: Taint) -> bool:
+    """A taint no operator configures: not-ready, uninitialized, the autoscaler's own on a node it removes."""
+    return taint.key in TRANSIENT_KEYS or taint.key.startswith(TRANSIENT_PREFIXES)
+
+
+def is_gpu_taint(taint: Taint) -> bool:
+    """The GPU taint in any value (`present` on GKE, often `true` on EKS), with an effect that blocks."""
+    return taint.key == labels.GPU_TAINT_KEY and blocks(taint)
+
+
+def from_node(node: Mapping[str, Any]) -> tuple[Taint, ...]:
+    spec = node.get("spec")
+    raw = spec.get("taints") if isinstance(spec, Mapping) else None
+    return tuple(
+        Taint(str(t.get("key", "")), str(t.get("value") or ""), str(t.get("effect", "")))
+        for t in (raw if isinstance(raw, list) else [])
+        if isinstance(t, Mapping)
+    )
+
+
+def render(found: Iterable[Taint]) -> str:
+    return ", ".join(str(t) for t in found) or "none"

@@ -1,0 +1,130 @@
+"""Services: gather what `gpubot doctor` checks, through the ports; the checks themselves are pure (core).
+
+Gathering never stops at the first failure: what could not be read becomes a fact ("could not read
+…") for the checks to word, so one run reports everything an operator has to fix.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from bot.core import doctor, doctor_autoscaler, doctor_facts, errors, models, ports, provisioning
+from bot.core.doctor_facts import EKS, Facts
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Request:
+    namespace: str
+    """Where gpubot runs its pods: the namespace its permissions are probed in."""
+    profiles: Mapping[str, models.GpuProfile] = field(default_factory=dict)
+    profiles_error: str = ""
+    manifest: doctor_facts.Manifest | None = None
+    pools: frozenset[str] = frozenset()
+    """Only these pools; empty: every pool that looks like a GPU pool."""
+    max_node_provision_time: timedelta = doctor_facts.MAX_NODE_PROVISION_TIME
+    cloud: str = ""
+    cluster: str = ""
+    """The cluster's name at its cloud, for the fix commands."""
+
+
+def gather(
+    request: Request,
+    *,
+    probe: ports.ClusterProbe,
+    store: ports.Store,
+    cloud: ports.CloudPools | None,
+    clock: Callable[[], datetime],
+) -> Facts:
+    facts = Facts(
+        profiles=request.profiles,
+        profiles_error=request.profiles_error,
+        manifest=request.manifest,
+        max_node_provision_time=request.max_node_provision_time,
+        cluster=request.cluster,
+        cloud=request.cloud,
+        permissions=probe_permissions(probe, request.namespace),
+    )
+    try:
+        nodes = [doctor_facts.node_facts(node) for node in probe.list_node_objects()]
+    except errors.GpubotError as err:
+        return replace(facts, cluster_error=f"listing nodes failed: {err}")
+    found = read_autoscaler(probe, clock)
+    cloud_pools, cloud_error = read_cloud(cloud)
+    text = found.text
+    readable = text is not None and doctor_autoscaler.read_status(text).structured
+    groups = doctor_autoscaler.group_sizes(text)
+    pools = doctor_facts.assemble_pools(
+        nodes, groups, status_readable=readable, cloud=cloud_pools, only=request.pools
+    )
+    known = doctor_facts.known_pools(nodes, groups, cloud_pools)
+    return replace(
+        facts,
+        pools=pools,
+        unknown_pools=tuple(sorted(request.pools - known)),
+        known_pools=tuple(sorted(known)),
+        autoscaler=found,
+        cloud_error=cloud_error,
+        provisioning={p.name: tuple(store.samples(provisioning.series(p.name))) for p in pools},
+        eks=eks_groups(request, pools, cloud_pools),
+    )
+
+
+def read_autoscaler(probe: ports.ClusterProbe, clock: Callable[[], datetime]) -> doctor_facts.AutoscalerFacts:
+    """The status as the API has it; this machine's clock only when the server's Date is missing."""
+    try:
+        found = probe.read_autoscaler_configmap()
+    except errors.GpubotError as err:
+        return doctor_facts.AutoscalerFacts(error=str(err), now=clock())
+    return found if found.now is not None else replace(found, now=clock())
+
+
+def read_cloud(cloud: ports.CloudPools | None) -> tuple[dict[str, doctor_facts.CloudPool], str]:
+    if cloud is None:
+        return {}, ""
+    try:
+        return {p.name: p for p in cloud.list_cloud_pools()}, ""
+    except errors.GpubotError as err:
+        logger.warning("could not read the cloud's node pools: %s", err)
+        return {}, str(err)
+
+
+def eks_groups(
+    request: Request,
+    pools: tuple[doctor_facts.PoolFacts, ...],
+    cloud_pools: Mapping[str, doctor_facts.CloudPool],
+) -> tuple[doctor_facts.EksNodeGroup, ...] | None:
+    """The GPU pools' node groups with their ASG tags, when an EKS cluster was asked."""
+    if request.cloud != EKS:
+        return None
+    found = []
+    for pool in pools:
+        read = cloud_pools.get(pool.name)
+        if read is None:
+            continue
+        found.append(
+            doctor_facts.EksNodeGroup(
+                pool=pool.name,
+                cluster=request.cluster,
+                asg=read.group,
+                tags=read.asg_tags or {},
+                labels=read.template.labels,
+                taints=read.template.taints,
+                error=read.error,
+            )
+        )
+    return tuple(found)
+
+
+def probe_permissions(probe: ports.ClusterProbe, namespace: str) -> doctor_facts.Permissions:
+    answers = []
+    for rule in doctor.required_access(namespace):
+        try:
+            answers.append(probe.review_access(rule))
+        except errors.GpubotError as err:
+            return doctor_facts.Permissions(answers=tuple(answers), error=str(err))
+    return doctor_facts.Permissions(answers=tuple(answers))

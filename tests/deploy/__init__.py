@@ -1,0 +1,1 @@
+"""Deployment material: the Helm chart, the Dockerfile and the Slack app manifest."""

@@ -1,0 +1,79 @@
+"""The Slack app manifest: Socket Mode, `/gpu`, interactivity, and exactly the scopes the code needs.
+
+The scopes are derived from the Web API methods bot/ and handlers/ call, so a new method without its scope
+fails here instead of as `missing_scope` in a workspace.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+from slack_sdk import WebClient
+
+from bot.core import commands
+from handlers import gpu
+from tests.deploy import chart
+
+MANIFEST = chart.ROOT / "deploy" / "slack-app-manifest.yaml"
+SCOPE_OF_METHOD = {
+    "chat_postMessage": "chat:write",
+    "chat_update": "chat:write",
+    "chat_postEphemeral": "chat:write",
+    "chat_delete": "chat:write",
+    "conversations_open": "im:write",
+    "users_info": "users:read",
+    "auth_test": None,
+}
+"""WebClient method → the bot scope Slack's docs require for it (None: no scope)."""
+_ATTRIBUTE = re.compile(r"\.([a-z]+_[A-Za-z0-9_]+)\(")
+
+
+def manifest() -> dict[str, Any]:
+    loaded = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def web_api_methods_called() -> set[str]:
+    sources = [*(chart.ROOT / "bot").rglob("*.py"), *(chart.ROOT / "handlers").rglob("*.py")]
+    text = "\n".join(path.read_text(encoding="utf-8") for path in sorted(sources))
+    return {name for name in _ATTRIBUTE.findall(text) if hasattr(WebClient, name) and name != "api_call"}
+
+
+def test_the_scan_finds_the_outbox_methods() -> None:
+    assert {"chat_postMessage", "chat_update", "conversations_open"} <= web_api_methods_called()
+
+
+def test_the_bot_scopes_are_exactly_what_the_code_calls_plus_commands() -> None:
+    called = web_api_methods_called()
+    unknown = called - set(SCOPE_OF_METHOD)
+    assert not unknown, f"the code calls {sorted(unknown)}: add each with its scope to SCOPE_OF_METHOD"
+    needed = {SCOPE_OF_METHOD[method] for method in called} - {None} | {"commands"}
+    assert set(manifest()["oauth_config"]["scopes"]["bot"]) == needed
+    assert "user" not in manifest()["oauth_config"]["scopes"], "gpubot acts as its bot user only"
+
+
+def test_socket_mode_and_interactivity_are_on() -> None:
+    settings = manifest()["settings"]
+    assert settings["socket_mode_enabled"] is True
+    assert settings["interactivity"]["is_enabled"] is True
+    assert "request_url" not in settings["interactivity"], "Socket Mode delivers button clicks itself"
+
+
+def test_the_slash_command_is_the_one_the_handler_registers_with_a_usage_hint() -> None:
+    (command,) = manifest()["features"]["slash_commands"]
+    assert command["command"] == gpu.COMMAND
+    assert "url" not in command, "Socket Mode delivers slash commands itself"
+    assert 0 < len(command["description"]) <= 100
+    hint = command["usage_hint"]
+    assert all(name in hint for name in commands.USAGES), f"the hint should name every command: {hint}"
+    assert manifest()["features"]["bot_user"]["display_name"]
+
+
+def test_the_display_texts_fit_slacks_limits() -> None:
+    info = manifest()["display_information"]
+    assert 0 < len(info["name"]) <= 35 and len(info["description"]) <= 140
+    assert 175 <= len(info["long_description"]) <= 4000
+    assert re.fullmatch(r"#[0-9a-fA-F]{6}", info["background_color"])
