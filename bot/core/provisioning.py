@@ -47,8 +47,12 @@ def overdue_after(history: Usual | None) -> timedelta:
 
 
 def measured(progress: lifecycle.Progress) -> timedelta | None:
-    """This workload's scale-up duration, once its node's GPU is allocatable; None if it had none."""
-    started, ready = progress.at(lifecycle.Step.SCALE_UP), progress.at(lifecycle.Step.GPU_READY)
+    """This workload's scale-up duration, once its node's GPU is allocatable; None if it had none.
+
+    The watches race: the pod may be seen scheduled before its node's GPU update, which then implies
+    the GPU step; its scheduling time stands in for it."""
+    started = progress.at(lifecycle.Step.SCALE_UP)
+    ready = progress.at(lifecycle.Step.GPU_READY) or progress.at(lifecycle.Step.SCHEDULED)
     if started is None or ready is None or ready < started:
         return None
     return ready - started

@@ -74,6 +74,8 @@ class Tracker:
         self._history: dict[str, provisioning.Usual | None] = {}
         self._drains: dict[str, Drain] = {}
         self._emptied_at: dict[str, datetime] = {}
+        self._learned: set[str] = set()
+        """Workloads whose scale-up duration is recorded already."""
         """When each pool last lost its last node."""
         self._released_at: dict[str, datetime] = {}
         self._lock = threading.RLock()
@@ -94,6 +96,8 @@ class Tracker:
         with self._lock:
             self._live = True
             for key, thread in self._threads.items():
+                if provisioning.measured(thread.progress) is not None:
+                    self._learned.add(key)  # measured before we spoke: another replica, or we, recorded it
                 self._publish(key, thread, [])
             return len(self._threads)
 
@@ -132,6 +136,7 @@ class Tracker:
                 self._follow_drain(self._threads.pop(workload.key))
                 self._shown.pop(workload.key, None)
                 self._released_at.pop(workload.key, None)
+                self._learned.discard(workload.key)
 
     def on_event(self, change: str, event: Mapping[str, Any]) -> None:
         subject = workloads.event_subject(event)
@@ -236,8 +241,8 @@ class Tracker:
         self._threads[key] = thread
         for milestone in milestones:
             logger.info("workload %s: %s", key, milestone.text)
-        if any(m.step == lifecycle.Step.GPU_READY and not m.late for m in milestones):
-            self._learn_duration(thread.progress)
+        if key not in self._learned and provisioning.measured(thread.progress) is not None:
+            self._learn_duration(key, thread.progress)
         self._measure(thread.progress, milestones)
         self._publish(key, thread, milestones)
         ended = next((m for m in milestones if m.outcome is not None), None)
@@ -282,11 +287,12 @@ class Tracker:
             self._history[pool] = provisioning.usual(self._store.samples(provisioning.series(pool)))
         return self._history[pool]
 
-    def _learn_duration(self, progress: lifecycle.Progress) -> None:
-        """Only the live (leading) replica records, so each scale-up counts once."""
+    def _learn_duration(self, key: str, progress: lifecycle.Progress) -> None:
+        """Only the live (leading) replica records, once per workload, so each scale-up counts once."""
         took = provisioning.measured(progress)
         if not self._live or self._store is None or took is None:
             return
+        self._learned.add(key)
         name = provisioning.series(progress.pool)
         self._store.add_sample(name, took.total_seconds(), keep=provisioning.HISTORY_KEEP)
         self._history[progress.pool] = provisioning.usual(self._store.samples(name))
