@@ -35,6 +35,38 @@ class Change(Generic[Result]):
     result: Result
 
 
+def write_audited(
+    cluster: ports.Cluster,
+    workload: workloads.Workload,
+    decide: Callable[[workloads.Workload], Change[Result] | models.UsageError],
+) -> Change[Result] | models.UsageError | None:
+    """Decide on the pod as last read, write it with the audit record; None once the pod is gone.
+
+    Raises Conflict when the pod kept changing under every attempt.
+    """
+    current: workloads.Workload | None = workload
+    for _ in range(WRITE_ATTEMPTS):
+        if current is None or current.uid != workload.uid:
+            return None  # gone (or replaced by a namesake): nothing of this pod to change
+        decided = decide(current)
+        if isinstance(decided, models.UsageError):
+            return decided
+        notes = {
+            **decided.annotations,
+            labels.AUDIT_ANNOTATION: podspec.append_audit(current.audit, decided.entry),
+        }
+        try:
+            cluster.annotate_pod(
+                current.namespace, current.name, notes, resource_version=current.resource_version
+            )
+            return decided
+        except errors.NotFound:
+            return None
+        except errors.Conflict:
+            current = cluster.get_workload(workload.namespace, workload.name)
+    raise errors.Conflict(f"{workload.key} kept changing; nothing was written")
+
+
 def actor_phrase(workload: workloads.Workload, actor: str) -> str:
     """Who acted, as a thread says it: "its owner", or "admin U0ADMIN"."""
     return "its owner" if actor == workload.owner_id else f"admin {actor}"
@@ -111,7 +143,7 @@ class Leases:
     def _delete(self, workload: workloads.Workload, actor: str) -> bool:
         entry = podspec.release_audit_entry(actor, owner_id=workload.owner_id, now=self._clock())
         try:
-            self._write(workload, lambda current: Change({}, entry, None))
+            write_audited(self._cluster, workload, lambda current: Change({}, entry, None))
         except errors.Conflict:  # the delete matters more than its record on the pod; the log keeps it
             logger.warning("release of %s not recorded on the pod: it kept changing", workload.key)
         with contextlib.suppress(errors.NotFound):  # gone already: released all the same
@@ -127,7 +159,9 @@ class Leases:
         if target is None or not self._may_change(target, actor, channel, "extend"):
             return None
         now = self._clock()
-        written = self._write(target, lambda current: self._extension(current, request.hours, actor, now))
+        written = write_audited(
+            self._cluster, target, lambda current: self._extension(current, request.hours, actor, now)
+        )
         if written is None:
             self._tell(channel, actor, f"`{target.name}` is gone already; there is no lease to extend.")
             return None
@@ -208,7 +242,7 @@ class Leases:
         until = (now + self._settings.reaper.idle_window).replace(microsecond=0)
         entry = podspec.keep_audit_entry(actor, kept_until=until, now=now)
         notes = {labels.KEPT_UNTIL_ANNOTATION: podspec.format_time(until)}
-        if self._write(found, lambda current: Change(notes, entry, until)) is None:
+        if write_audited(self._cluster, found, lambda current: Change(notes, entry, until)) is None:
             self._tell(channel, actor, f"`{found.name}` is gone already; there is nothing to keep.")
             return None
         launcher.log_audit(entry, found.key)
@@ -219,37 +253,6 @@ class Leases:
         return until
 
     # -- shared ------------------------------------------------------------------------------------
-    def _write(
-        self,
-        workload: workloads.Workload,
-        decide: Callable[[workloads.Workload], Change[Result] | models.UsageError],
-    ) -> Change[Result] | models.UsageError | None:
-        """Decide on the pod as last read, write it with the audit record; None once the pod is gone.
-
-        Raises Conflict when the pod kept changing under every attempt.
-        """
-        current: workloads.Workload | None = workload
-        for _ in range(WRITE_ATTEMPTS):
-            if current is None or current.uid != workload.uid:
-                return None  # gone (or replaced by a namesake): nothing of this pod to change
-            decided = decide(current)
-            if isinstance(decided, models.UsageError):
-                return decided
-            notes = {
-                **decided.annotations,
-                labels.AUDIT_ANNOTATION: podspec.append_audit(current.audit, decided.entry),
-            }
-            try:
-                self._cluster.annotate_pod(
-                    current.namespace, current.name, notes, resource_version=current.resource_version
-                )
-                return decided
-            except errors.NotFound:
-                return None
-            except errors.Conflict:
-                current = self._cluster.get_workload(workload.namespace, workload.name)
-        raise errors.Conflict(f"{workload.key} kept changing; nothing was written")
-
     def _find(self, name: str, actor: str, channel: str) -> workloads.Workload | None:
         found = self._cluster.get_workload(self._settings.namespace, name)
         if found is None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from bot.core import errors, idleness, labels, models, notices, podspec, ports, reaping, reminders, workloads
-from bot.services import chat, status
+from bot.services import chat, leases, status
 from bot.services.launcher import log_audit
 
 logger = logging.getLogger(__name__)
@@ -165,12 +165,7 @@ class Reaper:
 
     def _record(self, workload: workloads.Workload, entry: models.AuditEntry) -> None:
         try:
-            self._cluster.annotate_pod(
-                workload.namespace,
-                workload.name,
-                {labels.AUDIT_ANNOTATION: podspec.append_audit(workload.audit, entry)},
-                resource_version=workload.resource_version,
-            )
+            leases.write_audited(self._cluster, workload, lambda current: leases.Change({}, entry, None))
         except errors.GpubotError as err:  # the log line still records it; the pod is going anyway
             logger.info("reap of %s not recorded on the pod: %s", workload.key, err)
 
