@@ -17,6 +17,7 @@ from typing import Any
 from wsgiref import simple_server
 
 from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.cron import CronTrigger
 from slack_bolt import App
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.adapter.wsgi import SlackRequestHandler
@@ -25,14 +26,19 @@ from slack_sdk import WebClient
 import handlers
 from bot import settings as settings_module
 from bot.adapters import kube, leader, metrics, observability, slack_outbox, slack_render, store
-from bot.core import notices, ports
+from bot.core import notices, pools, ports, warm
 from bot.core.ports import WatchCallback
 from bot.services import Services, launcher, leases, reaper, scale_notifier, tracker
+from bot.services import doctor as doctor_service
+from bot.services import warm as warm_service
 
 logger = logging.getLogger(__name__)
 
 SYNC_TIMEOUT_SECONDS = 30.0
 """How long start-up waits for the informers' initial lists before resuming threads with what it has."""
+WARM_MISFIRE_SECONDS = 600
+"""A warm edge missed by up to this much (a busy or restarting replica) still fires; later ones wait for
+the next edge, or the catch-up a new leader does."""
 TICK_SECONDS = 15.0
 """How often timers look for what no watch reports (a node far later than usual)."""
 
@@ -107,6 +113,10 @@ class Bot:
             on_event = fan_out(watcher.on_event, self.scales.on_event)
             on_node = fan_out(watcher.on_node, self.scales.on_node)
         self.cluster.start_informers(on_pod=watcher.on_pod, on_event=on_event, on_node=on_node)
+        warmer = self.services.warmer
+        if warmer is not None:
+            self.cluster.watch_config(warmer.configmap, warmer.on_config)
+            self.sync_warm_jobs()
         if not self.cluster.wait_synced(sync_timeout):
             logger.warning(
                 "informers not synced after %.0f s; resuming threads with what is known", sync_timeout
@@ -125,6 +135,7 @@ class Bot:
         logger.info("leading: resumed %s workload threads", self.services.tracker.go_live())
         if self.scales is not None:
             self.scales.go_live()
+        self.warm_now()  # an edge passed while no replica led is caught up now
 
     def follow(self) -> None:
         """Another replica leads: keep watching, say nothing."""
@@ -142,6 +153,40 @@ class Bot:
                 self.scales.tick()
         except Exception:  # a timer must survive one bad round; the next tick tries again
             logger.exception("tick failed")
+
+    def warm_changed(self) -> None:
+        """The schedules changed (an admin's `/gpu warm`, seen by the watch): re-arm the edges, catch up."""
+        self.sync_warm_jobs()
+        self.warm_now()
+
+    def sync_warm_jobs(self) -> None:
+        """One cron job per schedule edge, in the schedule's own time zone; APScheduler handles DST."""
+        warmer = self.services.warmer
+        if warmer is None:
+            return
+        for job in self.scheduler.get_jobs():
+            if job.id.startswith("warm-"):
+                job.remove()
+        for n, schedule in enumerate(warmer.schedules):
+            for edge, fields in enumerate(warm.cron_fields(schedule)):
+                self.scheduler.add_job(
+                    self.warm_now,
+                    CronTrigger(**fields),
+                    id=f"warm-{n}-{edge}",
+                    coalesce=True,
+                    misfire_grace_time=WARM_MISFIRE_SECONDS,
+                )
+
+    def warm_now(self) -> list[warm.WarmChange]:
+        """Bring the pools to what the warm schedules want now; the leader only, so it is done once."""
+        warmer = self.services.warmer
+        if warmer is None or not self.leading:
+            return []
+        try:
+            return warmer.reconcile()
+        except Exception:  # the next edge or change tries again
+            logger.exception("warm schedules could not be applied")
+            return []
 
     def reap(self) -> list[reaper.Done]:
         """One reaper round; only the leader reaps, so two replicas never remind or delete twice."""
@@ -176,6 +221,23 @@ def fan_out(*callbacks: WatchCallback) -> WatchCallback:
     return deliver
 
 
+def connect_cloud(
+    found: settings_module.CloudSettings,
+) -> tuple[ports.PoolManager | None, ports.CloudPools | None]:
+    """The pool's cloud, when configured: resized by warm schedules, read by `/gpu doctor`."""
+    if not found.provider:
+        return None, None
+    from bot.adapters import cloud_pools, eks, gke  # the cloud SDKs load only when a cloud is configured
+
+    if found.provider == "gke":
+        where = {"project": found.project, "location": found.location, "cluster": found.cluster_name}
+        return gke.GkePools.connect(found, **where), cloud_pools.GkeCloudPools(found, **where)
+    return (
+        eks.EksPools.connect(found, cluster=found.cluster_name),
+        cloud_pools.EksCloudPools(found, cluster=found.cluster_name),
+    )
+
+
 def connect_cluster(settings: settings_module.Settings) -> kube.KubeCluster:
     found = settings.cluster
     return kube.connect(
@@ -200,6 +262,7 @@ def build(
     kept = store.open_store(settings.redis.url, prefix=settings.redis.key_prefix)
     outbox = slack_outbox.SlackOutbox(slack_outbox.make_client(slack.bot_token, base_url=slack.api_base_url))
     chat = OutboxChat(outbox)
+    pool_manager, cloud_reader = connect_cloud(settings.cloud)
     telemetry = observability.Telemetry()
     launch = launcher.LaunchSettings(
         namespace=settings.cluster.namespace,
@@ -219,6 +282,33 @@ def build(
             telemetry=telemetry,
         ),
         store=kept,
+        warmer=warm_service.Warmer(
+            pool_manager,
+            cluster,
+            chat,
+            cloud=pools.Cloud(settings.cloud.provider) if settings.cloud.provider else None,
+            configured=settings.warm.schedules,
+            configmap=settings.warm.configmap,
+            channel=slack.scale_channel,
+            policy=settings.policy(),
+            profiles=catalog.profiles.values(),
+            clock=clock,
+        ),
+        doctor=doctor_service.SlackDoctor(
+            doctor_service.Request(
+                namespace=settings.cluster.namespace,
+                profiles=dict(catalog.profiles),
+                cloud=settings.cloud.provider,
+                cluster=settings.cloud.cluster_name,
+                warm_configmap=settings.warm.configmap,
+            ),
+            probe=cluster,
+            store=kept,
+            cloud=cloud_reader,
+            chat_port=chat,
+            policy=settings.policy(),
+            clock=clock,
+        ),
     )
     app = App(
         client=WebClient(token=slack.bot_token, base_url=slack.api_base_url),
@@ -261,6 +351,9 @@ def build(
         telemetry=telemetry,
     )
     bot.reap_seconds = settings.reaper.interval_seconds
+    if services.warmer is not None:
+        services.warmer.on_change = bot.warm_changed
+        services.launcher.warm_lines = services.warmer.lines
     if settings.leader.enabled:
         bot.elector = leader.LeaderElector(
             cluster.api,

@@ -156,11 +156,7 @@ def render_text(checks: list[Check]) -> str:
         lines.append(f"{check.status.name} {check.name}: {check.message}")
         if check.fix and check.status in (Status.FAIL, Status.WARN):
             lines.append(f"  fix: {check.fix}")
-    counts = {status: sum(c.status is status for c in checks) for status in Status}
-    lines.append(
-        f"{counts[Status.PASS]} passed, {counts[Status.WARN]} warned, {counts[Status.FAIL]} failed, "
-        f"{counts[Status.SKIP]} skipped"
-    )
+    lines.append(doctor.summary(checks))
     return "\n".join(lines)
 
 

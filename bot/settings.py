@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import yaml
 
-from bot.core import commands, labels, models, quantities, reaping
+from bot.core import commands, labels, models, quantities, reaping, warm
 
 SlackMode = Literal["socket", "http"]
 REDACTED = "***"
@@ -131,6 +131,21 @@ class CloudSettings:
     """Between two looks at a cloud operation still running: gcloud's own poll period."""
     timeout_seconds: float = 1800.0
     """How long a pool change may take before gpubot stops waiting: gcloud's node-pools create timeout."""
+    provider: str = ""
+    """`gke` or `eks`: where the bot itself reads and resizes pools (pre-warm, `/gpu doctor`); empty: none."""
+    cluster_name: str = ""
+    """The cluster's name at its cloud."""
+    project: str = ""
+    location: str = ""
+    """GKE only: the project, and the cluster's zone or region."""
+
+
+@dataclass(frozen=True)
+class WarmSettings:
+    schedules: tuple[models.WarmSchedule, ...] = ()
+    """From GPUBOT_WARM_SCHEDULES, one per line (or `;`-separated); `/gpu warm` adds more at run time."""
+    configmap: str = "gpubot-warm"
+    """Where `/gpu warm` keeps its schedules, in the bot's namespace, so every replica reads the same."""
 
 
 def default_identity() -> str:
@@ -164,6 +179,7 @@ class Settings:
     profiles: ProfileSettings = ProfileSettings()
     leader: LeaderSettings = field(default_factory=LeaderSettings)
     cloud: CloudSettings = CloudSettings()
+    warm: WarmSettings = WarmSettings()
     log_level: str = "INFO"
     log_json: bool = False
     """One JSON object per log line, for a log pipeline; `from_env` (so `gpubot serve`) defaults to it."""
@@ -224,6 +240,7 @@ class Settings:
             "profiles": vars(self.profiles).copy(),
             "leader": vars(self.leader).copy(),
             "cloud": vars(self.cloud).copy(),
+            "warm": {"schedules": [s.text for s in self.warm.schedules], "configmap": self.warm.configmap},
             "log_level": self.log_level,
             "log_json": self.log_json,
             "health_port": self.health_port,
@@ -411,7 +428,43 @@ def _read_cloud(env: _EnvReader) -> CloudSettings:
         aws_region=env.text("AWS_REGION") or env.text("AWS_DEFAULT_REGION"),
         poll_seconds=env.number("GPUBOT_CLOUD_POLL_SECONDS", 5.0, minimum=0.1, maximum=300),
         timeout_seconds=env.number("GPUBOT_CLOUD_TIMEOUT_SECONDS", 1800.0, minimum=1, maximum=4 * 3600),
+        **_read_cloud_target(env),
     )
+
+
+def _read_cloud_target(env: _EnvReader) -> dict[str, str]:
+    provider = env.text("GPUBOT_CLOUD").lower()
+    found = {
+        "provider": provider,
+        "cluster_name": env.text("GPUBOT_CLOUD_CLUSTER"),
+        "project": env.text("GPUBOT_GKE_PROJECT"),
+        "location": env.text("GPUBOT_GKE_LOCATION"),
+    }
+    if provider not in ("", "gke", "eks"):
+        env.problems.append(f"GPUBOT_CLOUD={provider!r}: expected gke or eks (or unset)")
+    elif provider and not found["cluster_name"]:
+        env.problems.append(f"GPUBOT_CLOUD={provider} needs GPUBOT_CLOUD_CLUSTER, the cluster's name there")
+    elif provider == "gke" and not (found["project"] and found["location"]):
+        env.problems.append("GPUBOT_CLOUD=gke needs GPUBOT_GKE_PROJECT and GPUBOT_GKE_LOCATION")
+    return found
+
+
+def _read_warm(env: _EnvReader) -> WarmSettings:
+    schedules = []
+    for line in re.split(r"[;\n]", env.text("GPUBOT_WARM_SCHEDULES")):
+        if not line.strip() or line.strip().startswith("#"):
+            continue
+        parsed = warm.parse(line)
+        if isinstance(parsed, models.UsageError):
+            env.problems.append(f"GPUBOT_WARM_SCHEDULES: {parsed.problem} (e.g. {warm.EXAMPLE})")
+        else:
+            schedules.append(parsed)
+    configmap = env.text("GPUBOT_WARM_CONFIGMAP", "gpubot-warm")
+    if not labels.is_dns1123_label(configmap):
+        env.problems.append(f"GPUBOT_WARM_CONFIGMAP={configmap!r}: not a valid ConfigMap name")
+    if schedules and not env.text("GPUBOT_CLOUD"):
+        env.problems.append("GPUBOT_WARM_SCHEDULES needs GPUBOT_CLOUD (gke or eks) to resize the pools")
+    return WarmSettings(schedules=tuple(schedules), configmap=configmap)
 
 
 @dataclass(frozen=True)
@@ -471,6 +524,7 @@ def _read_settings(env: _EnvReader) -> Settings:
         profiles=_read_profiles(env),
         leader=_read_leader(env),
         cloud=_read_cloud(env),
+        warm=_read_warm(env),
         log_level=log_level,
         log_json=log_format == "json",
         health_port=health_port,

@@ -15,12 +15,15 @@ COMMAND = "/gpu"
 def ack_text(parsed: models.GpuCommand | models.UsageError) -> str | None:
     """What the user sees at once: the refusal, the help, a "requesting…", or nothing.
 
-    Status, release and extend say nothing yet: their answer needs the cluster, and comes as an ephemeral.
+    Status, release, extend and warm say nothing yet: their answer needs the cluster, and comes as an
+    ephemeral.
     """
     if isinstance(parsed, models.UsageError):
         return parsed.message
     if isinstance(parsed, models.HelpRequest):
         return commands.help_text(parsed.topic)
+    if isinstance(parsed, models.DoctorRequest):
+        return "Running the pre-flight checks… the answers come here in a few seconds."
     if isinstance(parsed, models.RunRequest):
         gpus = (
             notices.format_gpus(parsed.gpus, parsed.profile)
@@ -61,6 +64,10 @@ class GpuCommand:
             self.services.launcher.handle(parsed, owner, channel)
         elif isinstance(parsed, models.ReleaseRequest | models.ExtendRequest):
             self.services.leases.handle(parsed, owner.user_id, channel)
+        elif isinstance(parsed, models.WarmRequest) and self.services.warmer is not None:
+            self.services.warmer.handle(parsed, owner.user_id, channel)
+        elif isinstance(parsed, models.DoctorRequest) and self.services.doctor is not None:
+            self.services.doctor.handle(owner.user_id, channel)
 
 
 def register(app: App, services: Services) -> None:

@@ -195,6 +195,11 @@ def replay(cache: Mapping[str, Obj], listed: list[Obj]) -> list[tuple[str, Obj]]
     return changes
 
 
+def stored_config(obj: Mapping[str, Any]) -> ports.StoredConfig:
+    data = obj.get("data") or {}
+    return ports.StoredConfig(data={str(k): str(v) for k, v in data.items()}, version=resource_version(obj))
+
+
 class WatchEnded(Exception):
     """The server ended a watch with an ERROR event that is not a 410."""
 
@@ -207,6 +212,7 @@ class Source:
     list_fn: Callable[..., Any]
     args: tuple[str, ...] = ()
     label_selector: str | None = None
+    field_selector: str | None = None
 
 
 class Informer:
@@ -273,7 +279,11 @@ class Informer:
         """One raw request, registered so that `stop()` can shut its socket from another thread."""
         with translated():
             response = self.source.list_fn(
-                *self.source.args, label_selector=self.source.label_selector, _preload_content=False, **kwargs
+                *self.source.args,
+                label_selector=self.source.label_selector,
+                field_selector=self.source.field_selector,
+                _preload_content=False,
+                **kwargs,
             )
         with self._lock:
             self._response = response
@@ -573,6 +583,44 @@ class KubeCluster:
         self.informers = [Informer(source, callback, self.informer_settings) for source, callback in sources]
         for informer in self.informers:
             informer.start()
+
+    def watch_config(self, name: str, callback: ports.WatchCallback) -> None:
+        """One more informer, over one ConfigMap of the namespace, that every replica shares."""
+        source = Source(
+            "ConfigMap",
+            self.core.list_namespaced_config_map,
+            (self.namespace,),
+            field_selector=f"metadata.name={name}",
+        )
+        informer = Informer(source, callback, self.informer_settings)
+        self.informers.append(informer)
+        informer.start()
+
+    # -- a ConfigMap of the bot's own --------------------------------------------------------------
+    def read_config(self, name: str) -> ports.StoredConfig | None:
+        try:
+            with translated():
+                found = read_json(
+                    self.core.read_namespaced_config_map(name, self.namespace, _preload_content=False)
+                )
+        except errors.NotFound:
+            return None
+        return stored_config(found)
+
+    def write_config(self, name: str, data: Mapping[str, str], *, version: str | None) -> None:
+        """Create it (`version` None), or replace the one read at `version`; a newer one raises Conflict."""
+        metadata: dict[str, Any] = {
+            "name": name,
+            "labels": {labels.MANAGED_BY_LABEL: labels.MANAGED_BY_VALUE},
+        }
+        body: Any = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": dict(data)}
+        # a plain dict serialises as it is; the client's V1ConfigMap would only be turned back into one
+        with translated():
+            if version is None:
+                self.core.create_namespaced_config_map(self.namespace, body)
+            else:
+                metadata["resourceVersion"] = version
+                self.core.replace_namespaced_config_map(name, self.namespace, body)
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout

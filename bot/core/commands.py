@@ -12,7 +12,7 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 
-from bot.core import images, labels, models, quantities
+from bot.core import images, labels, models, quantities, warm
 
 MAX_GPUS_PER_POD = 16
 MIN_HOURS, MAX_HOURS = 0.05, 720.0
@@ -31,6 +31,8 @@ USAGES = {
     "status": "/gpu status [all]",
     "release": "/gpu release [NAME|all]",
     "extend": "/gpu extend [NAME] [HOURS]",
+    "warm": "/gpu warm [POOL min N DAYS HH:MM-HH:MM TIMEZONE | remove N]",
+    "doctor": "/gpu doctor",
     "help": "/gpu help [COMMAND]",
 }
 EXAMPLE_VALUES = {
@@ -459,6 +461,34 @@ def _parse_extend(args: Sequence[str], text: str) -> models.ExtendRequest | mode
     return models.ExtendRequest(name=name, hours=hours)
 
 
+_REMOVE_WORDS = frozenset({"remove", "rm", "delete", "del"})
+
+
+def _parse_warm(args: Sequence[str], text: str) -> models.WarmRequest | models.UsageError:
+    if not args:
+        return models.WarmRequest()
+    if args[0].lower() in _REMOVE_WORDS:
+        if len(args) == 2 and _COUNT.fullmatch(args[1]) and int(args[1]) >= 1:
+            return models.WarmRequest(remove=int(args[1]))
+        return models.UsageError(
+            "Say which schedule to remove by its number in `/gpu warm`, e.g. `/gpu warm remove 1`.",
+            "/gpu warm",
+        )
+    words = args[1:] if args[0].lower() == "add" else args
+    schedule = warm.parse(" ".join(words))
+    return schedule if isinstance(schedule, models.UsageError) else models.WarmRequest(add=schedule)
+
+
+def _parse_doctor(args: Sequence[str], text: str) -> models.DoctorRequest | models.UsageError:
+    if args:
+        return models.UsageError(
+            f"`/gpu doctor` takes nothing (got {' '.join(args)[:40]!r}); `gpubot doctor --manifest` "
+            "checks a manifest from a terminal.",
+            "/gpu doctor",
+        )
+    return models.DoctorRequest()
+
+
 def _parse_help(args: Sequence[str], text: str) -> models.HelpRequest | models.UsageError:
     if not args:
         return models.HelpRequest()
@@ -476,6 +506,8 @@ _PARSERS: dict[str, Callable[[Sequence[str], str], models.GpuCommand | models.Us
     "status": _parse_status,
     "release": _parse_release,
     "extend": _parse_extend,
+    "warm": _parse_warm,
+    "doctor": _parse_doctor,
     "help": _parse_help,
 }
 
@@ -503,6 +535,14 @@ HELP: dict[str, str] = {
         "A lease's whole length is capped; the refusal says how much still fits. Owner or admin only.\n"
         "Example: `/gpu extend my-training 2`"
     ),
+    "warm": (
+        "Pre-warm schedules: keep nodes of a pool up at set hours, so the first run there starts at once.\n"
+        "  /gpu warm                      list the schedules, whether each is on now, and their cost\n"
+        f"  /gpu warm {warm.EXAMPLE}   add one (admins)\n"
+        "  /gpu warm remove N             remove schedule N (admins)\n"
+        "DAYS: daily, weekdays, weekends, mon-thu or mon,wed,fri. Outside its hours the pool drains to zero."
+    ),
+    "doctor": "Pre-flight checks of the pool, the autoscaler and gpubot's access, with fixes (admins).",
     "help": "This help; `/gpu help run` for one command.",
 }
 

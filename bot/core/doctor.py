@@ -15,15 +15,50 @@ from bot.core.doctor_facts import EKS, AccessRule, Check, Facts, Status
 GPU = labels.GPU_RESOURCE
 
 
-def required_access(namespace: str) -> tuple[AccessRule, ...]:
-    """Everything gpubot does to the cluster, as RBAC verbs: its pods, events and Lease, nodes, CA status."""
+def required_access(namespace: str, *, warm_configmap: str = "") -> tuple[AccessRule, ...]:
+    """Everything gpubot does to the cluster, as RBAC verbs: its pods, events and Lease, nodes, CA status,
+    the pods on GPU nodes anywhere (to say why a pool will not drain) and the warm schedules' ConfigMap."""
     pod_verbs = ("create", "delete", "get", "list", "watch", "patch")
     pods = [AccessRule(v, "pods", namespace=namespace) for v in pod_verbs]
     events = [AccessRule(v, "events", namespace=namespace) for v in ("list", "watch")]
     nodes = [AccessRule(v, "nodes") for v in ("list", "watch")]
     leases = [AccessRule(v, "leases", "coordination.k8s.io", namespace) for v in ("get", "create", "update")]
     status = AccessRule("get", "configmaps", namespace="kube-system", name="cluster-autoscaler-status")
-    return (*pods, *events, *nodes, *leases, status)
+    everywhere = AccessRule("list", "pods")
+    warm = [
+        AccessRule(v, "configmaps", namespace=namespace, name=warm_configmap)
+        for v in ("get", "watch", "update")
+        if warm_configmap
+    ]
+    return (*pods, *events, *nodes, *leases, status, everywhere, *warm)
+
+
+SLACK_MARKS = {
+    Status.PASS: ":white_check_mark:",
+    Status.WARN: ":warning:",
+    Status.FAIL: ":x:",
+    Status.SKIP: ":heavy_minus_sign:",
+}
+
+
+def summary(checks: list[Check]) -> str:
+    counts = {status: sum(c.status is status for c in checks) for status in Status}
+    return (
+        f"{counts[Status.PASS]} passed, {counts[Status.WARN]} warned, {counts[Status.FAIL]} failed, "
+        f"{counts[Status.SKIP]} skipped"
+    )
+
+
+def slack_report(checks: list[Check]) -> str:
+    """`/gpu doctor`'s answer: failures first, each with its fix, then the rest, then the counts."""
+    order = {Status.FAIL: 0, Status.WARN: 1, Status.PASS: 2, Status.SKIP: 3}
+    lines = ["*gpubot doctor*"]
+    for check in sorted(checks, key=lambda c: order[c.status]):
+        lines.append(f"{SLACK_MARKS[check.status]} *{check.name}*: {check.message}")
+        if check.fix and check.status in (Status.FAIL, Status.WARN):
+            lines.append(f"      fix: {check.fix}")
+    lines.append(summary(checks))
+    return "\n".join(lines)
 
 
 def run_checks(facts: Facts) -> list[Check]:

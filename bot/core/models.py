@@ -7,7 +7,7 @@ tested without Slack or Kubernetes and adapters can be swapped without touching 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, time
 
 from bot.core import labels
 
@@ -109,7 +109,46 @@ class HelpRequest:
     topic: str | None = None
 
 
-GpuCommand = RunRequest | StatusRequest | ReleaseRequest | ExtendRequest | HelpRequest
+@dataclass(frozen=True)
+class DoctorRequest:
+    """`/gpu doctor`: the pre-flight checks of `gpubot doctor`, for admins, in Slack."""
+
+
+@dataclass(frozen=True)
+class WarmSchedule:
+    """Keep `min_nodes` of `pool` up on `days` from `start` to `end`, in the IANA time zone `zone`."""
+
+    pool: str
+    min_nodes: int
+    days: tuple[str, ...]
+    """Three-letter day names, Monday first, as APScheduler's cron `day_of_week` takes them."""
+    start: time
+    end: time
+    zone: str
+
+    @property
+    def cron_days(self) -> str:
+        return ",".join(self.days)
+
+    @property
+    def text(self) -> str:
+        """The schedule as it is typed, so a stored one reads back the same."""
+        hours = f"{self.start:%H:%M}-{self.end:%H:%M}"
+        return f"{self.pool} min {self.min_nodes} {self.cron_days} {hours} {self.zone}"
+
+
+@dataclass(frozen=True)
+class WarmRequest:
+    """`/gpu warm [SCHEDULE | remove N]`: list the pre-warm schedules, or (admins) add or remove one."""
+
+    add: WarmSchedule | None = None
+    remove: int | None = None
+    """1-based, as `/gpu warm` numbers them."""
+
+
+GpuCommand = (
+    RunRequest | StatusRequest | ReleaseRequest | ExtendRequest | HelpRequest | DoctorRequest | WarmRequest
+)
 
 
 @dataclass(frozen=True)

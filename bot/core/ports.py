@@ -7,6 +7,7 @@ exception crosses into services or the core.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal, Protocol
 
@@ -74,6 +75,27 @@ class Cluster(Protocol):
 
     def stop(self) -> None:
         """Stop the informers and wait for their threads; callbacks are not called after this returns."""
+        ...
+
+
+@dataclass(frozen=True)
+class StoredConfig:
+    """A ConfigMap's data as read, with the resourceVersion a replace must name."""
+
+    data: Mapping[str, str]
+    version: str
+
+
+class ConfigStore(Protocol):
+    """A ConfigMap of gpubot's own, in its namespace: settings an admin changes from Slack."""
+
+    def read_config(self, name: str) -> StoredConfig | None:
+        """None when it does not exist yet."""
+        ...
+
+    def write_config(self, name: str, data: Mapping[str, str], *, version: str | None) -> None:
+        """Create (`version` None) or replace what was read at `version`; `errors.Conflict` when someone
+        wrote it since, or created it first."""
         ...
 
 

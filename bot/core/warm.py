@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 import zoneinfo
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, time
+from datetime import datetime, time, timedelta
 
 from bot.core import models
 
@@ -24,24 +25,7 @@ _SCHEDULE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class WarmSchedule:
-    pool: str
-    min_nodes: int
-    days: tuple[str, ...]
-    """Three-letter day names, Monday first, as APScheduler's cron `day_of_week` takes them."""
-    start: time
-    end: time
-    zone: str
-
-    @property
-    def text(self) -> str:
-        hours = f"{self.start:%H:%M}-{self.end:%H:%M}"
-        return f"{self.pool} min {self.min_nodes} {self.cron_days} {hours} {self.zone}"
-
-    @property
-    def cron_days(self) -> str:
-        return ",".join(self.days)
+WarmSchedule = models.WarmSchedule
 
 
 def _refuse(problem: str) -> models.UsageError:
@@ -117,3 +101,159 @@ def warm_cost(schedule: WarmSchedule, price_per_node_hour: float) -> float:
     start = schedule.start.hour * 60 + schedule.start.minute
     end = schedule.end.hour * 60 + schedule.end.minute
     return schedule.min_nodes * len(schedule.days) * (end - start) / 60 * price_per_node_hour
+
+
+# -- stored schedules --------------------------------------------------------------------------------------
+
+STORED_KEY = "schedules"
+"""The ConfigMap data key `/gpu warm` writes: one schedule per line, as an admin would type it."""
+
+
+def stored_text(schedules: list[WarmSchedule]) -> str:
+    return "".join(f"{describe(s)}\n" for s in schedules)
+
+
+def read_stored(text: str) -> tuple[list[WarmSchedule], list[str]]:
+    """The schedules, and the lines that are not one (a hand edit), which are skipped, not guessed at."""
+    found, bad = [], []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        parsed = parse(line)
+        if isinstance(parsed, models.UsageError):
+            bad.append(line.strip())
+        else:
+            found.append(parsed)
+    return found, bad
+
+
+# -- what to change, and when ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WarmChange:
+    """One pool's min size to move from `before` to `after`."""
+
+    pool: str
+    before: int
+    after: int
+    schedule: WarmSchedule | None
+    """The active schedule that asks for `after` (the largest); None when none is active."""
+    capped_from: int | None = None
+    """What the schedule asked for, when the pool's max size is smaller."""
+
+
+def plan(
+    schedules: list[WarmSchedule], bounds: Mapping[str, tuple[int, int]], now: datetime
+) -> list[WarmChange]:
+    """Changes that bring each pool in `bounds` (its current (min, max) sizes) to what the schedules want now.
+
+    `bounds` holds every pool to judge: those with a schedule, and any whose schedule was just removed, so
+    its min falls back to 0.
+    """
+    changes = []
+    for pool, (low, high) in sorted(bounds.items()):
+        on = [s for s in schedules if s.pool == pool and active(s, now)]
+        top = max(on, key=lambda s: s.min_nodes, default=None)
+        wanted = top.min_nodes if top else 0
+        capped = wanted if wanted > high else None
+        wanted = min(wanted, high)
+        if wanted != low:
+            changes.append(WarmChange(pool, low, wanted, top, capped))
+        elif capped is not None:
+            changes.append(WarmChange(pool, low, low, top, capped))
+    return changes
+
+
+def next_change(schedule: WarmSchedule, now: datetime) -> datetime:
+    """When the schedule next turns on (or, while on, off), in its own time zone."""
+    zone = zoneinfo.ZoneInfo(schedule.zone)
+    local = now.astimezone(zone)
+    if active(schedule, now):
+        return datetime.combine(local.date(), schedule.end, zone)
+    for offset in range(8):
+        day = local.date() + timedelta(days=offset)
+        starts = datetime.combine(day, schedule.start, zone)
+        if DAYS[day.weekday()] in schedule.days and starts > local:
+            return starts
+    raise AssertionError("a schedule has at least one day a week")  # parse() never makes one without
+
+
+def cron_fields(schedule: WarmSchedule) -> list[dict[str, str | int]]:
+    """APScheduler cron trigger fields for the schedule's two edges, in its own zone, so DST is its own."""
+    return [
+        {"day_of_week": schedule.cron_days, "hour": at.hour, "minute": at.minute, "timezone": schedule.zone}
+        for at in (schedule.start, schedule.end)
+    ]
+
+
+# -- words -------------------------------------------------------------------------------------------------
+
+
+def days_text(days: tuple[str, ...]) -> str:
+    """`weekdays`, `mon-thu` or `mon,wed,fri`: as short as the parser reads back."""
+    for name, named in NAMED_DAYS.items():
+        if days == named:
+            return name
+    first = DAYS.index(days[0])
+    if len(days) > 2 and days == DAYS[first : first + len(days)]:
+        return f"{days[0]}-{days[-1]}"
+    return ",".join(days)
+
+
+def describe(schedule: WarmSchedule) -> str:
+    hours = f"{schedule.start:%H:%M}-{schedule.end:%H:%M}"
+    return f"{schedule.pool} min {schedule.min_nodes} {days_text(schedule.days)} {hours} {schedule.zone}"
+
+
+def _when(moment: datetime, zone: str) -> str:
+    return f"{moment:%a %H:%M} {zone}"
+
+
+def _nodes(count: int) -> str:
+    return f"{count} node{'' if count == 1 else 's'}"
+
+
+def change_text(change: WarmChange, now: datetime, price_per_node_hour: float | None) -> str:
+    """The channel's notice when warm capacity starts, moves or stops."""
+    schedule = change.schedule
+    cost = ""
+    if price_per_node_hour and change.after:
+        cost = f"; ≈ ${change.after * price_per_node_hour:.2f}/h while warm, used or not"
+    if change.capped_from is not None and schedule is not None:
+        capped = (
+            f":warning: `{describe(schedule)}` asks for {_nodes(change.capped_from)} but {change.pool} "
+            f"can have at most {change.after}: keeping {change.after} warm. "
+            f"Fix: `gpubot pool set {change.pool} --max {change.capped_from}`"
+        )
+        if change.before == change.after:
+            return capped
+        return f"{capped}\n" + change_text(
+            WarmChange(change.pool, change.before, change.after, schedule), now, price_per_node_hour
+        )
+    if schedule is None:
+        return (
+            f":snowflake: Warm capacity off: {change.pool} min {change.before}→0, so it drains to zero "
+            "once its nodes are idle."
+        )
+    until = _when(next_change(schedule, now), schedule.zone)
+    if change.before == 0:
+        return (
+            f":fire: Warm capacity on: {change.pool} keeps {_nodes(change.after)} up until {until} "
+            f"(`{describe(schedule)}`){cost}."
+        )
+    return (
+        f":fire: Warm capacity now {_nodes(change.after)} (was {change.before}) on {change.pool} until "
+        f"{until} (`{describe(schedule)}`){cost}."
+    )
+
+
+def schedule_line(
+    number: int, schedule: WarmSchedule, now: datetime, price_per_node_hour: float | None, *, configured: bool
+) -> str:
+    """One line of `/gpu warm` and `/gpu status`: whether it is on, until or from when, and its cost."""
+    moment = _when(next_change(schedule, now), schedule.zone)
+    state = f"on now, until {moment}" if active(schedule, now) else f"off, next on {moment}"
+    cost = f" · ≈ ${warm_cost(schedule, price_per_node_hour):.2f}/week" if price_per_node_hour else ""
+    source = " · from config" if configured else ""
+    return f"{number}. `{describe(schedule)}` · {state}{cost}{source}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.core import ports
-from bot.services import launcher, leases, tracker
+from bot.services import doctor, launcher, leases, tracker, warm
 
 DELIVERY_TTL_SECONDS = 3600
 """Slack redelivers within minutes; an hour of memory per request id is ample and cheap."""
@@ -19,6 +19,8 @@ class Services:
     tracker: tracker.Tracker
     leases: leases.Leases
     store: ports.Store | None = None
+    warmer: warm.Warmer | None = None
+    doctor: doctor.SlackDoctor | None = None
 
     def first_delivery(self, request_id: str) -> bool:
         """Slack may deliver a request twice (an ack lost, then a redelivery to any replica): act once."""

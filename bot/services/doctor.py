@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from bot.core import doctor, doctor_autoscaler, doctor_facts, errors, models, ports, provisioning
+from bot.core import doctor, doctor_autoscaler, doctor_facts, errors, models, notices, ports, provisioning
 from bot.core.doctor_facts import EKS, Facts
+from bot.services import chat
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +31,8 @@ class Request:
     cloud: str = ""
     cluster: str = ""
     """The cluster's name at its cloud, for the fix commands."""
+    warm_configmap: str = ""
+    """The running bot's warm schedules' ConfigMap, whose access is probed too; empty from a laptop."""
 
 
 def gather(
@@ -47,7 +50,7 @@ def gather(
         max_node_provision_time=request.max_node_provision_time,
         cluster=request.cluster,
         cloud=request.cloud,
-        permissions=probe_permissions(probe, request.namespace),
+        permissions=probe_permissions(probe, request.namespace, warm_configmap=request.warm_configmap),
     )
     try:
         nodes = [doctor_facts.node_facts(node) for node in probe.list_node_objects()]
@@ -120,11 +123,46 @@ def eks_groups(
     return tuple(found)
 
 
-def probe_permissions(probe: ports.ClusterProbe, namespace: str) -> doctor_facts.Permissions:
+def probe_permissions(
+    probe: ports.ClusterProbe, namespace: str, *, warm_configmap: str = ""
+) -> doctor_facts.Permissions:
     answers = []
-    for rule in doctor.required_access(namespace):
+    for rule in doctor.required_access(namespace, warm_configmap=warm_configmap):
         try:
             answers.append(probe.review_access(rule))
         except errors.GpubotError as err:
             return doctor_facts.Permissions(answers=tuple(answers), error=str(err))
     return doctor_facts.Permissions(answers=tuple(answers))
+
+
+class SlackDoctor:
+    """`/gpu doctor`: `gpubot doctor`'s checks, run by the bot with its own credentials, for admins."""
+
+    def __init__(
+        self,
+        request: Request,
+        *,
+        probe: ports.ClusterProbe,
+        store: ports.Store,
+        cloud: ports.CloudPools | None,
+        chat_port: chat.Chat,
+        policy: models.QuotaPolicy,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._request = request
+        self._probe, self._store, self._cloud = probe, store, cloud
+        self._chat = chat_port
+        self._policy = policy
+        self._clock = clock
+
+    def handle(self, actor: str, channel: str) -> list[doctor_facts.Check]:
+        if not self._policy.is_admin(actor):
+            refusal = "Only gpubot admins can run `/gpu doctor`; `gpubot doctor` runs the same checks."
+            self._chat.ephemeral(channel, actor, notices.Ephemeral(refusal))
+            return []
+        facts = gather(
+            self._request, probe=self._probe, store=self._store, cloud=self._cloud, clock=self._clock
+        )
+        checks = doctor.run_checks(facts)
+        self._chat.ephemeral(channel, actor, notices.Ephemeral(doctor.slack_report(checks)))
+        return checks

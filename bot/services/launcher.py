@@ -89,6 +89,8 @@ class Launcher:
         self._settings = settings
         self._store = store
         self._clock = clock
+        self.warm_lines: Callable[[datetime], list[str]] | None = None
+        """The warm schedules' lines for `/gpu status`, when the root wired them."""
 
     # -- dispatch ------------------------------------------------------------------------------------
     def handle(
@@ -198,7 +200,13 @@ class Launcher:
         now = self._clock()
         spent = self._store.amount(costs.spend_key(user, now.strftime("%Y-%m-%d"))) if self._store else None
         report = status.status_report(
-            shown, pools, pending_gpus=pending, everyone=request.everyone, now=now, spent_today=spent
+            shown,
+            pools,
+            pending_gpus=pending,
+            everyone=request.everyone,
+            now=now,
+            spent_today=spent,
+            warm_lines=self.warm_lines(now) if self.warm_lines else [],
         )
         self._chat.ephemeral(channel, user, report)
         return report

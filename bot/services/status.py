@@ -263,6 +263,7 @@ def status_report(
     everyone: bool,
     now: datetime,
     spent_today: float | None = None,
+    warm_lines: Iterable[str] = (),
 ) -> notices.Ephemeral:
     """`spent_today`: what the caller's finished runs cost today (UTC), when a store keeps it."""
     title = "*All gpubot workloads*" if everyone else "*Your workloads*"
@@ -273,6 +274,9 @@ def status_report(
     lines.append("*GPU pools*")
     lines += [pool_line(view) for view in pools] or ["no GPU pool found"]
     lines.append(f"GPUs pending (waiting for a node): {pending_gpus}")
+    warm = list(warm_lines)
+    if warm:
+        lines += ["*Warm schedules* (nodes kept up at set hours, used or not)", *warm]
     if spent_today is not None:
         lines.append(f"Your finished runs today (UTC): {notices.format_cost(spent_today)}")
     return notices.Ephemeral("\n".join(lines))

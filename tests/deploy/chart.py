@@ -18,6 +18,11 @@ Obj = dict[str, Any]
 
 CUSTOM: dict[str, Any] = {
     "replicaCount": 3,
+    "cloud": {"provider": "gke", "cluster": "ml", "gkeProject": "acme-ml", "gkeLocation": "europe-west4"},
+    "warm": {
+        "schedules": ["gpu-pool min 1 weekdays 09:00-18:00 Europe/Berlin", "a100 min 2 mon 08:00-10:00 UTC"],
+        "configMap": "ml-warm",
+    },
     "image": {
         "repository": "europe-docker.pkg.dev/acme/ml/gpubot",
         "tag": "0.1.0-rc1",

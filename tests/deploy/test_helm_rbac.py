@@ -35,6 +35,8 @@ def expected_rbac(
         ("Role", workload, release): {
             rule(CORE, "pods", {"create", "delete", "get", "list", "watch", "patch"}),
             rule(CORE, "events", READ),
+            rule(CORE, "configmaps", {"create"}),
+            rule(CORE, "configmaps", READ | {"update"}, ("gpubot-warm",)),
         }
         | (leases if lease else set()),
         ("ClusterRole", "", f"{namespace}-{release}"): {
@@ -119,8 +121,16 @@ def client_calls(*, workload: str, lease: str) -> dict[str, list[Request]]:
         "list_node": [Request("", CORE, "nodes", "list"), Request("", CORE, "nodes", "watch")],
         "list_pod_for_all_namespaces": [Request("", CORE, "pods", "list")],
         "read_namespaced_config_map": [
-            Request("kube-system", CORE, "configmaps", "get", "cluster-autoscaler-status")
+            Request("kube-system", CORE, "configmaps", "get", "cluster-autoscaler-status"),
+            Request(workload, CORE, "configmaps", "get", "gpubot-warm"),
         ],
+        # The warm schedules' ConfigMap: one informer over it by name, and `/gpu warm`'s writes.
+        "list_namespaced_config_map": [
+            Request(workload, CORE, "configmaps", "list", "gpubot-warm"),
+            Request(workload, CORE, "configmaps", "watch", "gpubot-warm"),
+        ],
+        "create_namespaced_config_map": [Request(workload, CORE, "configmaps", "create")],
+        "replace_namespaced_config_map": [Request(workload, CORE, "configmaps", "update", "gpubot-warm")],
         "read_namespaced_lease": [Request(workload, COORDINATION, "leases", "get", lease)],
         "create_namespaced_lease": [Request(workload, COORDINATION, "leases", "create")],
         "replace_namespaced_lease": [Request(workload, COORDINATION, "leases", "update", lease)],
@@ -212,6 +222,7 @@ def test_the_authorizer_refuses_what_the_chart_does_not_grant() -> None:
     assert is_allowed(objects, account, Request("gpubot", CORE, "pods", "delete"))
     assert not is_allowed(objects, account, Request("other", CORE, "pods", "delete"))
     assert not is_allowed(objects, account, Request("kube-system", CORE, "configmaps", "get", "kube-proxy"))
+    assert not is_allowed(objects, account, Request("gpubot", CORE, "configmaps", "update", "other-config"))
     assert not is_allowed(
         objects, account, Request("gpubot", COORDINATION, "leases", "delete", "gpubot-leader")
     )

@@ -11,6 +11,7 @@ import ast
 import pytest
 
 from bot import settings as settings_module
+from bot.core import warm
 from tests.deploy import chart
 
 READER_METHODS = frozenset({"text", "flag", "number", "integer", "require"})
@@ -56,6 +57,7 @@ def test_every_variable_the_deployment_sets_is_read_by_settings(render: str) -> 
 def test_default_values_are_the_bots_own_defaults() -> None:
     found = settings_from(chart.render())
     assert found.reaper == settings_module.ReaperSettings()
+    assert found.warm == settings_module.WarmSettings() and found.cloud.provider == ""
     assert found.quota == settings_module.QuotaSettings()
     assert found.slack.mode == "socket" and found.slack.scale_channel == ""
     assert (found.slack.bot_token, found.slack.app_token) == ("xoxb-test-bot", "xapp-test-app")
@@ -88,6 +90,15 @@ def test_non_default_values_reach_the_bot() -> None:
     )
     assert found.health_port == 9090
     assert (found.log_level, found.log_json) == ("DEBUG", False)
+    cloud = found.cloud
+    assert (cloud.provider, cloud.cluster_name, cloud.project, cloud.location) == (
+        "gke",
+        "ml",
+        "acme-ml",
+        "europe-west4",
+    )
+    assert [warm.describe(s) for s in found.warm.schedules] == chart.CUSTOM["warm"]["schedules"]
+    assert found.warm.configmap == "ml-warm"
 
 
 def test_a_bad_value_is_reported_by_the_bot_at_start_up() -> None:

@@ -276,3 +276,38 @@ def test_arbitrary_text_never_raises(text: str) -> None:
 def test_command_like_text_never_raises(text: str) -> None:
     parsed = commands.parse_gpu_command(text)
     assert isinstance(parsed, models.GpuCommand | models.UsageError)
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("warm", models.WarmRequest()),
+        ("warm remove 2", models.WarmRequest(remove=2)),
+        ("WARM rm 1", models.WarmRequest(remove=1)),
+        ("doctor", models.DoctorRequest()),
+    ],
+)
+def test_warm_and_doctor_parse(text: str, parsed: models.GpuCommand) -> None:
+    assert commands.parse_gpu_command(text) == parsed
+
+
+def test_warm_adds_a_schedule_typed_with_or_without_add() -> None:
+    bare = commands.parse_gpu_command("warm gpu-pool min 1 weekdays 09:00-18:00 Europe/Berlin")
+    added = commands.parse_gpu_command("warm add gpu-pool min 1 weekdays 09:00-18:00 Europe/Berlin")
+    assert isinstance(bare, models.WarmRequest) and bare == added
+    assert bare.add is not None and (bare.add.pool, bare.add.zone) == ("gpu-pool", "Europe/Berlin")
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("warm remove", "by its number"),
+        ("warm remove 0", "by its number"),
+        ("warm remove two", "by its number"),
+        ("warm gpu-pool min 1 weekdays", "is not a schedule"),
+        ("doctor --manifest pod.yaml", "`/gpu doctor` takes nothing"),
+    ],
+)
+def test_warm_and_doctor_refusals(text: str, says: str) -> None:
+    refused = commands.parse_gpu_command(text)
+    assert isinstance(refused, models.UsageError) and says in refused.problem

@@ -666,6 +666,12 @@ def test_required_access_is_what_gpubot_does() -> None:
         "patch pods in ml", "list events in ml", "watch events in ml", "list nodes", "watch nodes",
         "get leases.coordination.k8s.io in ml", "create leases.coordination.k8s.io in ml",
         "update leases.coordination.k8s.io in ml", "get configmaps/cluster-autoscaler-status in kube-system",
+        "list pods",
+    ]  # fmt: skip
+    warm = [str(rule) for rule in doctor.required_access("ml", warm_configmap="gpubot-warm")][len(rules) :]
+    assert warm == [
+        "get configmaps/gpubot-warm in ml", "watch configmaps/gpubot-warm in ml",
+        "update configmaps/gpubot-warm in ml",
     ]  # fmt: skip
 
 
@@ -679,10 +685,10 @@ def test_permissions() -> None:
     allowed = tuple(AccessAnswer(rule, True) for rule in rules)
     assert permissions_check(Permissions(allowed)) == (
         Status.PASS,
-        "all 14 permissions gpubot needs are granted to the credentials doctor runs with: pods "
+        "all 15 permissions gpubot needs are granted to the credentials doctor runs with: pods "
         "create/delete/get/list/watch/patch in default; events list/watch in default; nodes list/watch; "
         "leases.coordination.k8s.io get/create/update in default; "
-        "configmaps/cluster-autoscaler-status get in kube-system",
+        "configmaps/cluster-autoscaler-status get in kube-system; pods list",
     )
     denied = (AccessAnswer(rules[0], False), AccessAnswer(rules[9], False), *allowed[1:9])
     assert permissions_check(Permissions(denied)) == (

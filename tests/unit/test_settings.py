@@ -117,6 +117,25 @@ def test_every_problem_is_reported_at_once() -> None:
             {"SLACK_MODE": "http", "SLACK_BOT_TOKEN": "x", "SLACK_SIGNING_SECRET": "s", "PORT": "8080"},
             "GPUBOT_HEALTH_PORT=8080 is Slack's HTTP port too",
         ),
+        ({**SOCKET_ENV, "GPUBOT_CLOUD": "azure"}, "GPUBOT_CLOUD='azure': expected gke or eks"),
+        ({**SOCKET_ENV, "GPUBOT_CLOUD": "eks"}, "GPUBOT_CLOUD=eks needs GPUBOT_CLOUD_CLUSTER"),
+        (
+            {**SOCKET_ENV, "GPUBOT_CLOUD": "gke", "GPUBOT_CLOUD_CLUSTER": "c"},
+            "GPUBOT_CLOUD=gke needs GPUBOT_GKE_PROJECT and GPUBOT_GKE_LOCATION",
+        ),
+        (
+            {**SOCKET_ENV, "GPUBOT_WARM_SCHEDULES": "gpu-pool min 1 daily 09:00-10:00 UTC"},
+            "GPUBOT_WARM_SCHEDULES needs GPUBOT_CLOUD",
+        ),
+        (
+            {
+                **SOCKET_ENV,
+                "GPUBOT_CLOUD": "eks",
+                "GPUBOT_CLOUD_CLUSTER": "c",
+                "GPUBOT_WARM_SCHEDULES": "p 1",
+            },
+            "GPUBOT_WARM_SCHEDULES: `p 1` is not a schedule",
+        ),
     ],
 )
 def test_mode_and_lease_consistency(env: dict[str, str], problem: str) -> None:
@@ -243,3 +262,18 @@ def test_leader_election_settings() -> None:
     assert (named.lease_name, named.identity) == ("ml.gpubot", "gpubot-7c9")
     with pytest.raises(settings.SettingsError, match="GPUBOT_LEADER_LEASE='Bad_Name': not a valid Lease"):
         settings.Settings.from_env({**SOCKET_ENV, "GPUBOT_LEADER_LEASE": "Bad_Name"})
+
+
+def test_warm_schedules_from_the_environment() -> None:
+    env = {
+        **SOCKET_ENV,
+        "GPUBOT_CLOUD": "eks",
+        "GPUBOT_CLOUD_CLUSTER": "ml",
+        "GPUBOT_WARM_SCHEDULES": (
+            "# office hours\ngpu-pool min 1 weekdays 09:00-18:00 Europe/Berlin; a min 2 sat 10:00-12:00 UTC"
+        ),
+    }
+    found = settings.Settings.from_env(env)
+    assert [s.pool for s in found.warm.schedules] == ["gpu-pool", "a"]
+    assert found.warm.configmap == "gpubot-warm"
+    assert (found.cloud.provider, found.cloud.cluster_name) == ("eks", "ml")
