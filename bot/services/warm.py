@@ -95,19 +95,20 @@ class Warmer:
             schedules = self.schedules
             with self._lock:
                 names = {s.pool for s in schedules} | self._dropped
-            bounds = self._read_bounds(sorted(names))
+            views = self._read_pools(sorted(names))
+            bounds = {name: (view.min_size, view.max_size) for name, view in views.items()}
             now = self._clock()
             changes = warm.plan(schedules, bounds, now)
-            done = [change for change in changes if self._apply(change)]
+            done = [change for change in changes if self._apply(change, views[change.pool])]
             for change in done:
                 self._tell(warm.change_text(change, now, self._prices.get(change.pool)))
             with self._lock:
                 self._dropped -= set(bounds)
             return done
 
-    def _read_bounds(self, names: list[str]) -> dict[str, tuple[int, int]]:
+    def _read_pools(self, names: list[str]) -> dict[str, pools.PoolView]:
         assert self._pools is not None
-        bounds = {}
+        views = {}
         for name in names:
             try:
                 view = self._pools.get_pool(name)
@@ -120,20 +121,20 @@ class Warmer:
             except errors.GpubotError as err:  # the next edge, or the next change, tries again
                 logger.warning("could not read pool %s for its warm schedule: %s", name, err)
                 continue
-            bounds[name] = (view.min_size, view.max_size)
+            views[name] = view
             self._prices[name] = self._price(view)
-        return bounds
+        return views
 
     def _price(self, view: pools.PoolView) -> float | None:
         node_labels = {**view.labels, **pools.cloud_set_labels(view.cloud, view.name, view.accelerator_type)}
         return episodes.pool_price(node_labels, self._profiles)
 
-    def _apply(self, change: warm.WarmChange) -> bool:
+    def _apply(self, change: warm.WarmChange, view: pools.PoolView) -> bool:
+        """`view`: the pool as read for this plan, so its bounds are not read twice."""
         assert self._pools is not None
         if change.before == change.after:
             return True  # only a warning to give: the schedule wants more than the max allows
         try:
-            view = self._pools.get_pool(change.pool)
             resize = pools.plan_resize(view, min_size=change.after, max_size=None)
             if isinstance(resize, pools.Refused):
                 raise errors.Invalid(resize.reason)
