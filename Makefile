@@ -4,13 +4,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint sim clean
+BENCH_STAMP := $(VENV)/.installed-bench
+
+.PHONY: demo test lint sim clean bench bench-quick soak
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $(STAMP)
+
+# The bench extra (matplotlib, for the plots) is installed for the bench targets only.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	@touch $(BENCH_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/gpubot demo
@@ -26,6 +33,16 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/pytest
+
+SOAK_WORKLOADS ?= 10000
+soak: $(STAMP)
+	$(BIN)/python -m tests.restarts.soak --workloads $(SOAK_WORKLOADS)
+
+bench: $(BENCH_STAMP)
+	$(BIN)/python -m bench
+
+bench-quick: $(BENCH_STAMP)
+	$(BIN)/python -m bench --quick
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -25,8 +25,8 @@ from slack_sdk import WebClient
 
 import handlers
 from bot import settings as settings_module
-from bot.adapters import kube, leader, metrics, observability, slack_outbox, slack_render, store
-from bot.core import notices, pools, ports, warm
+from bot.adapters import kube, leader, metrics, observability, slack_http, slack_outbox, slack_render, store
+from bot.core import notices, pools, ports, warm, workloads
 from bot.core.ports import WatchCallback
 from bot.services import Services, launcher, leases, reaper, scale_notifier, tracker
 from bot.services import doctor as doctor_service
@@ -125,6 +125,7 @@ class Bot:
             self.lead()
         else:
             self.elector.start()
+        self.scheduler.add_job(self.resume_runs, id="resume", kwargs={"at_start": True})  # once, now
         self.scheduler.add_job(self.tick, "interval", seconds=self.tick_seconds, id="tick", coalesce=True)
         if self.idle_reaper is not None:
             self.scheduler.add_job(self.reap, "interval", seconds=self.reap_seconds, id="reap", coalesce=True)
@@ -153,6 +154,18 @@ class Bot:
                 self.scales.tick()
         except Exception:  # a timer must survive one bad round; the next tick tries again
             logger.exception("tick failed")
+        self.resume_runs(at_start=False)
+
+    def resume_runs(self, *, at_start: bool) -> None:
+        """Runs a crash cut short between the ack and the pod: this replica's own at start, a gone
+        replica's on the leader's ticks."""
+        try:
+            resumed = self.services.launcher.resume(at_start=at_start)
+        except Exception:  # the next tick tries again
+            logger.exception("resuming interrupted runs failed")
+            return
+        if resumed:
+            logger.info("resumed %s runs cut short by a restart", resumed)
 
     def warm_changed(self) -> None:
         """The schedules changed (an admin's `/gpu warm`, seen by the watch): re-arm the edges, catch up."""
@@ -221,6 +234,20 @@ def fan_out(*callbacks: WatchCallback) -> WatchCallback:
     return deliver
 
 
+def known_or_read(
+    known: scale_notifier.FindWorkload, read: scale_notifier.FindWorkload
+) -> scale_notifier.FindWorkload:
+    """The informer's copy of a workload, else one read from the API (an event may beat its pod's ADDED).
+
+    A scale-up names every pending pod in its own event: a GET for each would queue the event informer
+    behind a thousand reads exactly when the channel should hear of the scale-up."""
+
+    def find(namespace: str, name: str) -> workloads.Workload | None:
+        return known(namespace, name) or read(namespace, name)
+
+    return find
+
+
 def connect_cloud(
     found: settings_module.CloudSettings,
 ) -> tuple[ports.PoolManager | None, ports.CloudPools | None]:
@@ -254,13 +281,18 @@ def build(
     cluster: kube.KubeCluster | None = None,
     clock: Callable[[], datetime] = tracker.wall_clock,
     tick_seconds: float = TICK_SECONDS,
+    outbox_settings: slack_outbox.OutboxSettings | None = None,
 ) -> Bot:
-    """Wire one bot; nothing runs until `Bot.start` (informers) and a Socket Mode or HTTP handler (Slack)."""
+    """Wire one bot; nothing runs until `Bot.start` (informers) and a Socket Mode or HTTP handler (Slack).
+
+    `outbox_settings` lift Slack's pacing for a Slack that allows more (the soak's emulator)."""
     slack = settings.slack
     catalog = settings_module.read_profile_catalog(settings)
     cluster = cluster or connect_cluster(settings)
     kept = store.open_store(settings.redis.url, prefix=settings.redis.key_prefix)
-    outbox = slack_outbox.SlackOutbox(slack_outbox.make_client(slack.bot_token, base_url=slack.api_base_url))
+    outbox = slack_outbox.SlackOutbox(
+        slack_outbox.make_client(slack.bot_token, base_url=slack.api_base_url), outbox_settings
+    )
     chat = OutboxChat(outbox)
     pool_manager, cloud_reader = connect_cloud(settings.cloud)
     telemetry = observability.Telemetry()
@@ -270,9 +302,18 @@ def build(
         default_profile=catalog.default,
         policy=settings.policy(),
         reaper=settings.reaper_policy(),
+        security=settings.cluster.pod_security,
     )
     services = Services(
-        launcher=launcher.Launcher(cluster, chat, launch, clock=clock, store=kept, telemetry=telemetry),
+        launcher=launcher.Launcher(
+            cluster,
+            chat,
+            launch,
+            clock=clock,
+            store=kept,
+            telemetry=telemetry,
+            replica=settings.leader.identity,
+        ),
         leases=leases.Leases(cluster, chat, launch, clock=clock),
         tracker=tracker.Tracker(
             chat,
@@ -313,6 +354,11 @@ def build(
     app = App(
         client=WebClient(token=slack.bot_token, base_url=slack.api_base_url),
         signing_secret=slack.signing_secret or None,
+        # Acks run on the request's own thread. Otherwise Bolt runs them on the 5-thread executor its lazy
+        # listeners share, and a burst of slow halves (each waiting for its thread root to be posted)
+        # keeps later acks queued past Slack's 3 s. Every listener here is ack + lazy, so nothing slow
+        # runs before a response.
+        process_before_response=True,
     )
     handlers.register(app, services)
     scales = None
@@ -322,7 +368,7 @@ def build(
             slack.scale_channel,
             prices=catalog.profiles.values(),
             clock=clock,
-            find_workload=cluster.get_workload,
+            find_workload=known_or_read(services.tracker.workload, cluster.get_workload),
             store=kept,
             live=False,
             cluster=cluster,
@@ -381,7 +427,7 @@ def make_http_server(app: App, *, port: int, path: str, host: str = "0.0.0.0") -
     return simple_server.make_server(
         host,
         port,
-        SlackRequestHandler(app, path),
+        slack_http.TimestampGuard(SlackRequestHandler(app, path)),
         server_class=_ThreadingWSGIServer,
         handler_class=_QuietRequestHandler,
     )
@@ -399,11 +445,13 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def serve(settings: settings_module.Settings) -> int:
-    """`gpubot serve`: Socket Mode (or HTTP mode with a signing secret) until SIGTERM or Ctrl-C."""
+def serve(settings: settings_module.Settings, *, clock: Callable[[], datetime] = tracker.wall_clock) -> int:
+    """`gpubot serve`: Socket Mode (or HTTP mode with a signing secret) until SIGTERM or Ctrl-C.
+
+    `clock` is for a bot run against a simulated cluster's time, as the restart tests run it."""
     observability.configure_logging(settings.log_level, json_lines=settings.log_json)
     logger.info("gpubot starting with %s", settings.redacted())
-    bot = build(settings)
+    bot = build(settings, clock=clock)
     bot.telemetry.serve(port=settings.health_port, ready=bot.unready_reason)
     bot.start()
     signal.signal(signal.SIGTERM, _interrupt)

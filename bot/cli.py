@@ -11,8 +11,6 @@ from pathlib import Path
 
 from bot import cli_doctor, cli_pool
 from bot.settings import Settings
-from sim import seed
-from sim.cluster import world
 
 DEFAULT_KUBECONFIG = Path.home() / ".gpubot" / "sim" / "kubeconfig"
 
@@ -71,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "sim":
         return asyncio.run(run_sim(args))
     if args.command == "demo" and args.cluster:
+        from sim import seed  # the simulator loads for `sim` and `demo` only, never into `serve`
+
         return seed.run_demo(speed=args.speed, out=sys.stdout)
     if args.command == "demo" and args.interactive:
         from bot import cli_interactive  # like the story, needs the bot's Slack and Kubernetes clients
@@ -92,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def run_sim(args: argparse.Namespace) -> int:
+    from sim import seed
+    from sim.cluster import world
+
     host, port = args.listen
     if host not in ("127.0.0.1", "localhost", "::1"):
         print("gpubot sim serves loopback only; use 127.0.0.1", file=sys.stderr)

@@ -56,6 +56,9 @@ class ClusterSettings:
     """Where gpubot creates and watches its pods."""
     in_cluster: bool = False
     """Use the pod's service account; the default when running inside Kubernetes without KUBECONFIG."""
+    pod_security: models.PodSecurity = field(default_factory=models.PodSecurity)
+    """The securityContext every workload pod gets (GPUBOT_RUN_AS_NON_ROOT, GPUBOT_RUN_AS_USER,
+    GPUBOT_READ_ONLY_ROOT_FILESYSTEM); no privilege escalation, no capabilities and no host paths always."""
 
 
 @dataclass(frozen=True)
@@ -357,6 +360,21 @@ def _read_cluster(env: _EnvReader) -> ClusterSettings:
         context=env.text("GPUBOT_KUBE_CONTEXT"),
         namespace=namespace,
         in_cluster=env.flag("GPUBOT_IN_CLUSTER", in_cluster_default),
+        pod_security=_read_pod_security(env),
+    )
+
+
+def _read_pod_security(env: _EnvReader) -> models.PodSecurity:
+    non_root = env.flag("GPUBOT_RUN_AS_NON_ROOT")
+    user = None
+    if env.text("GPUBOT_RUN_AS_USER"):
+        user = env.integer("GPUBOT_RUN_AS_USER", 0, minimum=0, maximum=2**31 - 1)
+    if non_root and user == 0:  # the kubelet would refuse to start every workload
+        env.problems.append("GPUBOT_RUN_AS_USER=0 contradicts GPUBOT_RUN_AS_NON_ROOT=true")
+    return models.PodSecurity(
+        run_as_non_root=non_root,
+        run_as_user=user,
+        read_only_root_filesystem=env.flag("GPUBOT_READ_ONLY_ROOT_FILESYSTEM"),
     )
 
 

@@ -31,7 +31,11 @@ class LeaseButtons:
         ack()
 
     def _first(self, body: dict[str, Any]) -> bool:
-        return self.services.first_delivery(str(body.get("trigger_id", "")))
+        action = (body.get("actions") or [{}])[0]
+        message_ts = (body.get("container") or {}).get("message_ts", "")
+        value, user, _ = clicked(body)
+        press = f"{user}:{message_ts}:{action.get('action_id', '')}:{value}" if message_ts else ""
+        return self.services.first_press(str(body.get("trigger_id", "")), press)
 
     def run_release(self, body: dict[str, Any]) -> None:
         if self._first(body):

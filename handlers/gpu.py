@@ -56,12 +56,13 @@ class GpuCommand:
             ack()
 
     def run_gpu(self, command: dict[str, Any]) -> None:
-        if not self.services.first_delivery(str(command.get("trigger_id", ""))):
+        request_id = str(command.get("trigger_id", ""))
+        if not self.services.first_delivery(request_id):
             return
         parsed = commands.parse_gpu_command(str(command.get("text", "")))
         owner, channel = owner_of(command), str(command.get("channel_id", ""))
         if isinstance(parsed, models.RunRequest | models.StatusRequest):
-            self.services.launcher.handle(parsed, owner, channel)
+            self.services.launcher.handle(parsed, owner, channel, request_id=request_id)
         elif isinstance(parsed, models.ReleaseRequest | models.ExtendRequest):
             self.services.leases.handle(parsed, owner.user_id, channel)
         elif isinstance(parsed, models.WarmRequest) and self.services.warmer is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import functools
 import json
 import logging
 import threading
@@ -24,6 +25,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from bot.adapters import kube_retry
 from bot.core import doctor_autoscaler, doctor_facts, errors, labels, lifecycle, ports, workloads
 
 logger = logging.getLogger(__name__)
@@ -46,8 +48,11 @@ class InformerSettings:
     read_grace_seconds: float = 30.0
     """Extra socket read time past the watch timeout before a silent connection counts as dead."""
     connect_timeout_seconds: float = 10.0
+    list_timeout_seconds: float = 30.0
+    """Read timeout of one list page: a list the server holds longer is lost and retried."""
     backoff_initial_seconds: float = 0.5
-    """First pause after a connection or server error; doubles per consecutive failure."""
+    """First pause after a connection or server error; doubles per consecutive failure, and starts over
+    once a request succeeds, so a watch cut after streaming for a while resumes within this pause."""
     backoff_max_seconds: float = 30.0
     join_timeout_seconds: float = 5.0
     watch_bookmarks: bool = False
@@ -228,6 +233,13 @@ class Informer:
         self.synced = threading.Event()
         """Set once the initial list has been delivered."""
         self.cache: dict[str, Obj] = {}
+        self.relists = 0
+        """Lists after the first: each follows a 410 (the history the watch needed was gone)."""
+        self.version: str | None = None
+        """The last resourceVersion delivered, kept per event: a watch cut mid-stream resumes after it,
+        so nothing it already delivered comes twice. None until listed, and after a 410."""
+        self._failures = 0
+        """Failed requests in a row; any request that gets an answer sets it back to 0."""
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._response: Any = None
@@ -248,22 +260,19 @@ class Informer:
 
     # -- the loop ------------------------------------------------------------------------------
     def _run(self) -> None:
-        version: str | None = None
-        failures = 0
         while not self._stopping.is_set():
             try:
-                if version is None:
-                    version = self._relist()
-                version = self._watch(version)
-                failures = 0
+                if self.version is None:
+                    self.version = self._relist()
+                self._watch(self.version)
             except errors.Gone:
                 logger.info("%s watch expired; relisting", self.source.kind)
-                version = None
+                self.version = None
             except Exception as err:
                 if self._stopping.is_set():
                     break
-                failures += 1
-                self._pause(failures, err)
+                self._failures += 1
+                self._pause(self._failures, err)
         logger.debug("%s informer stopped", self.source.kind)
 
     def _pause(self, failures: int, err: Exception) -> None:
@@ -287,6 +296,7 @@ class Informer:
             )
         with self._lock:
             self._response = response
+            self._failures = 0
             if self._stopping.is_set():
                 response.shutdown()
         return response
@@ -297,7 +307,8 @@ class Informer:
         response.release_conn()
 
     def _list_page(self, token: str | None) -> Obj:
-        response = self._call(limit=LIST_PAGE, _continue=token)
+        timeout = (self.settings.connect_timeout_seconds, self.settings.list_timeout_seconds)
+        response = self._call(limit=LIST_PAGE, _continue=token, _request_timeout=timeout)
         try:
             page: Obj = json.loads(response.data)
         finally:
@@ -316,6 +327,8 @@ class Informer:
                 break
         for change, obj in replay(self.cache, items):
             self._deliver(change, obj)
+        if self.synced.is_set():
+            self.relists += 1
         self.synced.set()
         return resource_version(page)
 
@@ -325,8 +338,8 @@ class Informer:
         item.setdefault("apiVersion", "v1")
         return item
 
-    def _watch(self, version: str) -> str:
-        """Stream changes after `version` until the server ends the watch; returns the last version seen."""
+    def _watch(self, version: str) -> None:
+        """Stream changes after `version` until the server ends the watch, keeping `self.version`."""
         timeout = self.settings.watch_timeout_seconds
         logger.debug("%s watch from resourceVersion %s", self.source.kind, version)
         response = self._call(
@@ -342,10 +355,9 @@ class Informer:
         try:
             with translated():
                 for line in _lines(response):
-                    version = self._on_line(line) or version
+                    self.version = self._on_line(line) or self.version
         finally:
             self._release(response)
-        return version
 
     def _on_line(self, line: str) -> str | None:
         event = json.loads(line)
@@ -390,12 +402,19 @@ class KubeCluster:
     """`ports.Cluster` over one ApiClient, scoped to the namespace gpubot creates its pods in."""
 
     def __init__(
-        self, api: client.ApiClient, *, namespace: str, informer_settings: InformerSettings | None = None
+        self,
+        api: client.ApiClient,
+        *,
+        namespace: str,
+        informer_settings: InformerSettings | None = None,
+        request_settings: kube_retry.RequestSettings | None = None,
     ) -> None:
         self.api = api
         self.core = client.CoreV1Api(api)
         self.namespace = namespace
         self.informer_settings = informer_settings or InformerSettings()
+        self.requests = request_settings or kube_retry.RequestSettings()
+        """Timeouts and retries of every call but the informers' (which resume on their own)."""
         self.informers: list[Informer] = []
 
     @classmethod
@@ -403,51 +422,138 @@ class KubeCluster:
         cls, path: str | None, *, namespace: str, context: str | None = None, **options: Any
     ) -> KubeCluster:
         """From a kubeconfig file; None means the client's default (`$KUBECONFIG`, `~/.kube/config`)."""
-        api = config.new_client_from_config(config_file=path, context=context)  # type: ignore[no-untyped-call]
+        api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=path, context=context, client_configuration=kube_retry.without_transport_retries()
+        )
         return cls(api, namespace=namespace, **options)
 
     @classmethod
     def in_cluster(cls, *, namespace: str, **options: Any) -> KubeCluster:
         """From the pod's service account, when gpubot runs inside the cluster."""
-        configuration = client.Configuration()
+        configuration = kube_retry.without_transport_retries()
         config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         return cls(client.ApiClient(configuration), namespace=namespace, **options)
 
+    # -- calls -----------------------------------------------------------------------------------
+    def _send(self, request: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
+        """One raw call with the request timeout, its answer as JSON, vendor errors translated."""
+        with translated():
+            return read_json(
+                request(*args, _preload_content=False, _request_timeout=self.requests.timeout, **kwargs)
+            )
+
+    def _read(self, what: str, request: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
+        """A call that changes nothing, retried as `kube_retry` does."""
+        return kube_retry.call(self.requests, what, lambda _retried: self._send(request, *args, **kwargs))
+
+    def _read_pod(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return self._read(
+                f"reading pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace
+            )
+        except errors.NotFound:
+            return None
+
     # -- pods ----------------------------------------------------------------------------------
     def create_pod(self, manifest: Mapping[str, Any]) -> workloads.Workload:
+        """Create, retried: gpubot's pod names are deterministic, so a retry whose first attempt landed
+        meets AlreadyExists, and a pod carrying every label and annotation we sent is that attempt."""
         if not workloads.is_managed(manifest):
             raise errors.Invalid(f"refusing to create a pod without {labels.MANAGED_SELECTOR}")
-        namespace = str((manifest.get("metadata") or {}).get("namespace") or self.namespace)
+        metadata = manifest.get("metadata") or {}
+        namespace, name = str(metadata.get("namespace") or self.namespace), str(metadata.get("name", ""))
         body = pod_body(self.api, manifest)
-        with translated():
-            created = read_json(self.core.create_namespaced_pod(namespace, body, _preload_content=False))
+        created = self._write(
+            f"creating pod {namespace}/{name}",
+            namespace,
+            name,
+            metadata,
+            self.core.create_namespaced_pod,
+            namespace,
+            body,
+        )
         workload = workloads.from_pod(created)
         if workload is None:
             raise errors.Invalid("the API server dropped gpubot's labels from the created pod")
         logger.info("created pod %s", workload.key)
         return workload
 
-    def delete_pod(self, namespace: str, name: str) -> None:
-        with translated():
-            read_json(self.core.delete_namespaced_pod(name, namespace, _preload_content=False))
+    def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
+        """Retried: deleting a pod twice is deleting it (or NotFound, which callers take as gone). With
+        `uid`, the API's precondition makes sure a namesake made since is never the one deleted."""
+        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)) if uid else None
+        what = f"deleting pod {namespace}/{name}"
+        self._read(what, self.core.delete_namespaced_pod, name, namespace, body=body)
         logger.info("deleting pod %s/%s", namespace, name)
 
     def annotate_pod(
         self, namespace: str, name: str, annotations: Mapping[str, str], *, resource_version: str = ""
     ) -> None:
+        """Retried: the patch sets fixed values. With `resource_version`, a retry whose first attempt
+        landed meets Conflict, and a pod already holding every annotation we sent is that attempt."""
         metadata: Obj = {"annotations": dict(annotations)}
         if resource_version:
             metadata["resourceVersion"] = resource_version  # the API's precondition on a patch
-        with translated():
-            response = self.core.patch_namespaced_pod(
-                name,
-                namespace,
-                {"metadata": metadata},
-                _content_type=MERGE_PATCH,
-                _preload_content=False,
-            )
-            read_json(response)
+        self._write(
+            f"annotating pod {namespace}/{name}",
+            namespace,
+            name,
+            metadata,
+            self.core.patch_namespaced_pod,
+            name,
+            namespace,
+            {"metadata": metadata},
+            _content_type=MERGE_PATCH,
+        )
         logger.info("annotated pod %s/%s: %s", namespace, name, ", ".join(sorted(annotations)))
+
+    def _write(
+        self,
+        what: str,
+        namespace: str,
+        name: str,
+        metadata: Mapping[str, Any],
+        request: Callable[..., Any],
+        *args: Any,
+        **kwargs: Any,
+    ) -> Obj:
+        """A write of one pod's `metadata`, retried. Its answers may be lost while it lands (timeouts):
+        a Conflict met by a retry, or the last failure, is then checked against the pod itself."""
+        attempt = functools.partial(self._write_once, namespace, name, metadata, request, args, kwargs)
+        try:
+            return kube_retry.call(self.requests, what, attempt)
+        except errors.Unavailable:
+            landed = self._landed(namespace, name, metadata)
+            if landed is None:
+                raise
+            return landed
+
+    def _write_once(
+        self,
+        namespace: str,
+        name: str,
+        metadata: Mapping[str, Any],
+        request: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        retried: bool,
+    ) -> Obj:
+        try:
+            return self._send(request, *args, **kwargs)
+        except errors.Conflict:
+            landed = self._landed(namespace, name, metadata) if retried else None
+            if landed is None:
+                raise
+            return landed
+
+    def _landed(self, namespace: str, name: str, metadata: Mapping[str, Any]) -> Obj | None:
+        """The pod, if it carries every label and annotation of `metadata`: a write of ours whose answer
+        was lost. None if not (or no such pod): the write did not happen, or someone else's did."""
+        found = self._read_pod(namespace, name)
+        if found is None or not kube_retry.carries(found, metadata):
+            return None
+        logger.info("pod %s/%s already holds a write whose answer was lost", namespace, name)
+        return found
 
     def list_workloads(self, owner: str | None = None) -> list[workloads.Workload]:
         selector = labels.MANAGED_SELECTOR
@@ -463,12 +569,8 @@ class KubeCluster:
         )
 
     def get_workload(self, namespace: str, name: str) -> workloads.Workload | None:
-        try:
-            with translated():
-                pod = read_json(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
-        except errors.NotFound:
-            return None
-        return workloads.from_pod(pod)
+        pod = self._read_pod(namespace, name)
+        return workloads.from_pod(pod) if pod is not None else None
 
     # -- nodes and the autoscaler --------------------------------------------------------------
     def list_nodes(self) -> list[lifecycle.NodeSeen]:
@@ -487,10 +589,9 @@ class KubeCluster:
     def read_autoscaler_status(self) -> str | None:
         namespace, name = AUTOSCALER_STATUS
         try:
-            with translated():
-                found = read_json(
-                    self.core.read_namespaced_config_map(name, namespace, _preload_content=False)
-                )
+            found = self._read(
+                "reading the autoscaler status", self.core.read_namespaced_config_map, name, namespace
+            )
         except errors.NotFound:
             return None
         status = (found.get("data") or {}).get(AUTOSCALER_STATUS_KEY)
@@ -505,7 +606,9 @@ class KubeCluster:
         namespace, name = AUTOSCALER_STATUS
         with translated():
             try:
-                response: Any = self.core.read_namespaced_config_map(name, namespace, _preload_content=False)
+                response: Any = self.core.read_namespaced_config_map(
+                    name, namespace, _preload_content=False, _request_timeout=self.requests.timeout
+                )
             except ApiException as err:
                 if err.status != 404:
                     raise
@@ -531,12 +634,8 @@ class KubeCluster:
         review = client.V1SelfSubjectAccessReview(
             spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes)
         )
-        with translated():
-            found = read_json(
-                client.AuthorizationV1Api(self.api).create_self_subject_access_review(
-                    review, _preload_content=False
-                )
-            )
+        review_fn = client.AuthorizationV1Api(self.api).create_self_subject_access_review  # changes nothing
+        found = self._read(f"reviewing access to {rule.verb} {rule.resource}", review_fn, review)
         status = found.get("status") or {}
         reason = status.get("reason") or status.get("evaluationError") or ""
         return doctor_facts.AccessAnswer(rule, allowed=status.get("allowed") is True, reason=str(reason))
@@ -551,16 +650,15 @@ class KubeCluster:
         items: list[Obj] = []
         token: str | None = None
         while True:
-            with translated():
-                response = list_fn(
-                    *args,
-                    label_selector=label_selector,
-                    field_selector=field_selector,
-                    limit=LIST_PAGE,
-                    _continue=token,
-                    _preload_content=False,
-                )
-                page = read_json(response)
+            page = self._read(
+                f"listing {getattr(list_fn, '__name__', 'objects')}",
+                list_fn,
+                *args,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                limit=LIST_PAGE,
+                _continue=token,
+            )
             items += page.get("items") or []
             token = (page.get("metadata") or {}).get("continue") or None
             if token is None:
@@ -599,10 +697,9 @@ class KubeCluster:
     # -- a ConfigMap of the bot's own --------------------------------------------------------------
     def read_config(self, name: str) -> ports.StoredConfig | None:
         try:
-            with translated():
-                found = read_json(
-                    self.core.read_namespaced_config_map(name, self.namespace, _preload_content=False)
-                )
+            found = self._read(
+                f"reading ConfigMap {name}", self.core.read_namespaced_config_map, name, self.namespace
+            )
         except errors.NotFound:
             return None
         return stored_config(found)

@@ -79,12 +79,40 @@ class RedisStore:
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); %s not added to", err, key)
 
-    def amount(self, key: str) -> float:
-        found = self.recall(key)
+    def amount(self, key: str) -> float | None:
+        try:
+            found = self._redis.get(self._prefix + key)
+        except redis.RedisError as err:
+            logger.warning("redis unavailable (%s); %s not read", err, key)
+            return None
         return float(found) if found else 0.0
+
+    def put(self, table: str, key: str, value: str) -> None:
+        try:
+            self._redis.hset(self._prefix + table, key, value)
+        except redis.RedisError as err:
+            logger.warning("redis unavailable (%s); %s %s not kept", err, table, key)
+
+    def drop(self, table: str, key: str) -> None:
+        try:
+            self._redis.hdel(self._prefix + table, key)
+        except redis.RedisError as err:
+            logger.warning("redis unavailable (%s); %s %s not dropped", err, table, key)
+
+    def entries(self, table: str) -> dict[str, str]:
+        try:
+            raw = self._redis.hgetall(self._prefix + table)
+        except redis.RedisError as err:
+            logger.warning("redis unavailable (%s); %s not read", err, table)
+            return {}
+        return {_text(k): _text(v) for k, v in raw.items()}
 
     def close(self) -> None:
         self._redis.close()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 class MemoryStore:
@@ -95,6 +123,7 @@ class MemoryStore:
         self._values: dict[str, tuple[str, float]] = {}
         """key → (value, monotonic expiry), claims and remembered values alike, as in Redis."""
         self._series: dict[str, list[float]] = {}
+        self._tables: dict[str, dict[str, str]] = {}
 
     def claim(self, key: str, ttl_seconds: int) -> bool:
         with self._lock:
@@ -116,7 +145,7 @@ class MemoryStore:
             total = float(self._live(key) or 0.0) + amount
             self._values[key] = (repr(total), time.monotonic() + max(1, ttl_seconds))
 
-    def amount(self, key: str) -> float:
+    def amount(self, key: str) -> float | None:
         with self._lock:
             return float(self._live(key) or 0.0)
 
@@ -133,6 +162,18 @@ class MemoryStore:
     def samples(self, series: str) -> list[float]:
         with self._lock:
             return list(self._series.get(series, []))
+
+    def put(self, table: str, key: str, value: str) -> None:
+        with self._lock:
+            self._tables.setdefault(table, {})[key] = value
+
+    def drop(self, table: str, key: str) -> None:
+        with self._lock:
+            self._tables.get(table, {}).pop(key, None)
+
+    def entries(self, table: str) -> dict[str, str]:
+        with self._lock:
+            return dict(self._tables.get(table, {}))
 
     def close(self) -> None:
         pass

@@ -19,6 +19,9 @@ MIN_HOURS, MAX_HOURS = 0.05, 720.0
 """Sanity bounds only (3 minutes … 30 days); the configured lease policy is checked later, in quota."""
 MIN_CPU_MILLIS, MAX_CPU_MILLIS = 100, 256_000
 MIN_MEMORY, MAX_MEMORY = 64 * 1024**2, 4 * 1024**4
+MAX_TEXT_LENGTH = 4000
+"""Longer `/gpu` text is refused unread: Slack's advice for a message, and the pod records the text whole
+(an annotation clipped at 4,096). Shell-style splitting grows quadratically with a word's length."""
 RESERVED_NAMES = frozenset({"all"})
 """`/gpu release all` must never be ambiguous, so no workload may be named `all`."""
 
@@ -90,6 +93,12 @@ def split_words(text: str) -> list[str] | models.UsageError:
 
 def parse_gpu_command(text: str) -> models.GpuCommand | models.UsageError:
     """Parse what the user typed after `/gpu`."""
+    if len(text) > MAX_TEXT_LENGTH:
+        return models.UsageError(
+            f"That is {len(text):,} characters; `/gpu` takes at most {MAX_TEXT_LENGTH:,}. "
+            "Put a long script in the image, and run it after `--`.",
+            "/gpu help run",
+        )
     words = split_words(normalize_slack_text(text))
     if isinstance(words, models.UsageError):
         return words
@@ -353,6 +362,12 @@ def _parse_run(args: Sequence[str], text: str) -> models.RunRequest | models.Usa
     problem = _collect(form) or _check_positionals(form)
     if problem:
         return problem
+    if any("\x00" in word for word in form.command):
+        without = [word.replace("\x00", "") for word in form.command]
+        return models.UsageError(
+            "The command after `--` holds a NUL character, which no program can be given.",
+            _suggest_run(form.image_hint, form.options, without),
+        )
     image = _check_image(form)
     if isinstance(image, models.UsageError):
         return image

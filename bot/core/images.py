@@ -25,6 +25,8 @@ TAG = re.compile(r"[\w][\w.-]{0,127}", re.ASCII)
 DIGEST = re.compile(r"([A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*):([0-9a-fA-F]{32,})")
 KNOWN_DIGEST_LENGTHS = {"sha256": 64, "sha384": 96, "sha512": 128}
 SHELL_METACHARACTERS = frozenset(";|&$`<>(){}!*?'\"\\#~")
+SHOWN_MAX = 100
+"""Characters of a user's text a refusal quotes."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,12 @@ class ImageRef:
         return f"{domain}/{path}{':' + tag if tag else ''}{'@' + self.digest if self.digest else ''}"
 
 
+def _shown(text: str) -> str:
+    """The user's text quoted in a refusal, clipped: a repr can be ten times longer than what was typed."""
+    quoted = repr(text)
+    return quoted if len(quoted) <= SHOWN_MAX else quoted[: SHOWN_MAX - 1] + "…"
+
+
 def _refuse(problem: str, fixed: str | None = None) -> models.UsageError:
     return models.UsageError(problem, f"/gpu run {fixed or EXAMPLE_IMAGE}")
 
@@ -64,13 +72,15 @@ def _check_characters(text: str) -> models.UsageError | None:
     if not text:
         return _refuse("`/gpu run` needs an image to run.")
     if any(char.isspace() for char in text):
-        return _refuse(f"An image reference cannot contain spaces: {text!r}.")
+        return _refuse(f"An image reference cannot contain spaces: {_shown(text)}.")
     if "://" in text:
         return _refuse("An image reference has no `https://` part.", text.split("://", 1)[1])
     bad = sorted({char for char in text if char in SHELL_METACHARACTERS or not char.isprintable()})
     if bad:
-        shown = " ".join(f"`{char}`" for char in bad)
-        return _refuse(f"{shown} cannot appear in an image reference ({text!r}). Commands go after `--`.")
+        shown = " ".join(f"`{char}`" for char in bad[:8]) + (" …" if len(bad) > 8 else "")
+        return _refuse(
+            f"{shown} cannot appear in an image reference ({_shown(text)}). Commands go after `--`."
+        )
     return None
 
 
@@ -97,12 +107,14 @@ def _is_valid_path(path: str) -> bool:
 
 def _check_path(path: str, text: str) -> models.UsageError | None:
     if path != path.lower() and _is_valid_path(path.lower()):
-        return _refuse(f"Repository names must be lowercase: {text!r}.", text.replace(path, path.lower()))
+        return _refuse(
+            f"Repository names must be lowercase: {_shown(text)}.", text.replace(path, path.lower())
+        )
     for component in path.split("/"):
         if not PATH_COMPONENT.fullmatch(component):
             return _refuse(
-                f"{component!r} is not a valid part of an image name ({text!r}): use lowercase letters "
-                "and digits, separated by `.`, `_`, `__` or `-`."
+                f"{_shown(component)} is not a valid part of an image name ({_shown(text)}): use lowercase "
+                "letters and digits, separated by `.`, `_`, `__` or `-`."
             )
     return None
 
@@ -111,21 +123,23 @@ def _check_tag(tag: str, text: str) -> models.UsageError | None:
     if TAG.fullmatch(tag):
         return None
     return _refuse(
-        f"{tag!r} is not a valid tag ({text!r}): up to 128 letters, digits, `_`, `.` and `-`, "
-        "not starting with `.` or `-`."
+        f"{_shown(tag)} is not a valid tag ({_shown(text)}): up to 128 letters, digits, `_`, `.` and "
+        "`-`, not starting with `.` or `-`."
     )
 
 
 def _check_digest(digest: str, text: str) -> models.UsageError | None:
     match = DIGEST.fullmatch(digest)
     if not match:
-        return _refuse(f"{digest!r} is not a valid digest ({text!r}): write `sha256:` and 64 hex digits.")
+        return _refuse(
+            f"{_shown(digest)} is not a valid digest ({_shown(text)}): write `sha256:` and 64 hex digits."
+        )
     algorithm, hex_digits = match.groups()
     expected = KNOWN_DIGEST_LENGTHS.get(algorithm)
     if expected is None:
-        return _refuse(f"Unsupported digest algorithm {algorithm!r} ({text!r}): use sha256.")
+        return _refuse(f"Unsupported digest algorithm {algorithm!r} ({_shown(text)}): use sha256.")
     if len(hex_digits) != expected or hex_digits != hex_digits.lower():
-        return _refuse(f"A {algorithm} digest is {expected} lowercase hex digits ({text!r}).")
+        return _refuse(f"A {algorithm} digest is {expected} lowercase hex digits ({_shown(text)}).")
     return None
 
 
@@ -142,16 +156,16 @@ def _split_reference(text: str) -> tuple[str, str, str]:
 def _check_parts(text: str) -> models.UsageError | None:
     name, tag, digest = _split_reference(text)
     if not name:
-        return _refuse(f"{text!r} has no image name before the tag or digest.")
+        return _refuse(f"{_shown(text)} has no image name before the tag or digest.")
     if len(name) > NAME_TOTAL_LENGTH_MAX:
         return _refuse(
             f"An image name may be at most {NAME_TOTAL_LENGTH_MAX} characters; this one is {len(name)}."
         )
     domain, path = _split_domain(name)
     if domain and not DOMAIN.fullmatch(domain):
-        return _refuse(f"{domain!r} is not a valid registry host ({text!r}).")
+        return _refuse(f"{_shown(domain)} is not a valid registry host ({_shown(text)}).")
     if ("@" in text and not digest) or (tag == "" and text.partition("@")[0].endswith(":")):
-        return _refuse(f"{text!r} ends its tag or digest part empty.", name)
+        return _refuse(f"{_shown(text)} ends its tag or digest part empty.", name)
     return (
         _check_path(path, text)
         or (_check_tag(tag, text) if tag else None)

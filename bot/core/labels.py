@@ -41,6 +41,11 @@ IDLE_WARNED_AT_ANNOTATION = "gpubot.dev/idle-warned-at"
 """When the owner was told the GPU is idle; cleared once it is busy again."""
 KEPT_UNTIL_ANNOTATION = "gpubot.dev/kept-until"
 """The owner pressed Keep on an idle warning: no idle release before this time."""
+TELLING_SINCE_ANNOTATION = "gpubot.dev/telling-since"
+"""A replica claimed a reaper act and is posting its message; empty once posted. Older than the policy's
+`telling_timeout`, the claim is void (its replica died mid-act) and the act is decided again."""
+REQUEST_ANNOTATION = "gpubot.dev/slack-request"
+"""A digest of the Slack request (trigger id) that asked for the pod: a redelivery finds it and stops."""
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT_KEY = "nvidia.com/gpu"

@@ -156,6 +156,25 @@ def audit_fields(entry: models.AuditEntry) -> dict[str, str]:
     return {"action": entry.action, "actor": entry.actor, "at": format_time(entry.at), **dict(entry.detail)}
 
 
+DELETING_ACTIONS = frozenset({"release", "reap"})
+"""Audit actions that are followed by the pod's delete."""
+
+
+def delete_recorded(audit: str | None) -> bool:
+    """The newest audit record is a release or a reap: the pod was to be deleted after it."""
+    try:
+        records = json.loads(audit) if audit else []
+    except ValueError:
+        return False
+    newest = records[-1] if isinstance(records, list) and records else None
+    return isinstance(newest, dict) and newest.get("action") in DELETING_ACTIONS
+
+
+def request_key(trigger_id: str) -> str:
+    """What a pod records of the Slack request that asked for it: a digest, as the trigger id opens modals."""
+    return hashlib.sha256(trigger_id.encode()).hexdigest()[:20] if trigger_id else ""
+
+
 def append_audit(existing: str | None, entry: models.AuditEntry, *, keep: int = AUDIT_RECORDS_KEPT) -> str:
     """Add one record to an audit annotation's JSON list, keeping the newest `keep`.
 
@@ -180,6 +199,8 @@ class Placement:
     lease: timedelta
     channel: str
     thread_ts: str | None
+    request: str = ""
+    """`request_key` of the Slack request, so a redelivery of it finds this pod."""
 
 
 def run_audit_entry(
@@ -231,6 +252,8 @@ def pod_annotations(
     }
     if placement.thread_ts:
         annotations[labels.THREAD_TS_ANNOTATION] = placement.thread_ts
+    if placement.request:
+        annotations[labels.REQUEST_ANNOTATION] = placement.request
     if owner.user_name:
         annotations[labels.REQUESTER_NAME_ANNOTATION] = _clip(owner.user_name)
     if owner.team_id:
@@ -249,9 +272,10 @@ def build_pod(
     thread_ts: str | None,
     namespace: str,
     security: models.PodSecurity | None = None,
+    request_key: str = "",
 ) -> Manifest:
     """The complete v1 Pod for one accepted request; the caller creates it, nothing here does I/O."""
-    placement = Placement(now=now, lease=lease, channel=channel, thread_ts=thread_ts)
+    placement = Placement(now=now, lease=lease, channel=channel, thread_ts=thread_ts, request=request_key)
     name = pod_name(request, owner, channel=channel, thread_ts=thread_ts)
     return {
         "apiVersion": "v1",

@@ -29,8 +29,9 @@ class Cluster(Protocol):
         """Create the pod; `Conflict` if one with that name exists, `Invalid` if the API refuses it."""
         ...
 
-    def delete_pod(self, namespace: str, name: str) -> None:
-        """Start a graceful deletion; `NotFound` if there is no such pod."""
+    def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
+        """Start a graceful deletion; `NotFound` if there is no such pod, `Conflict` if `uid` is given
+        and the pod of that name is another (made since, by anyone)."""
         ...
 
     def annotate_pod(
@@ -130,8 +131,18 @@ class Store(Protocol):
         """Add to a running total (e.g. a user's spend today), kept for a while."""
         ...
 
-    def amount(self, key: str) -> float:
-        """A running total; 0 when there is none (or the store is down)."""
+    def amount(self, key: str) -> float | None:
+        """A running total; 0 when there is none, None when the store cannot say (it is down)."""
+        ...
+
+    def put(self, table: str, key: str, value: str) -> None:
+        """Keep `value` under `key` in `table` until dropped (e.g. requests accepted, pods not made yet)."""
+        ...
+
+    def drop(self, table: str, key: str) -> None: ...
+
+    def entries(self, table: str) -> dict[str, str]:
+        """Everything kept in `table`; {} when there is nothing (or the store is down)."""
         ...
 
 

@@ -29,10 +29,15 @@ class Act(enum.Enum):
     """Busy again after a warning: forget the warning, quietly."""
     CLEAN_FINISHED = "clean-finished"
     """Succeeded or Failed long enough ago: delete the pod, keep the thread."""
+    FINISH_DELETE = "finish-delete"
+    """A release or reap is on the pod's record but its delete never came (a crash between): delete,
+    quietly, since whoever recorded it has said so already."""
 
 
 REAPING = frozenset({Act.EXPIRE, Act.IDLE_RELEASE, Act.CLEAN_FINISHED})
-"""The acts that delete a pod."""
+"""The acts that delete a pod after saying why."""
+QUIET = frozenset({Act.IDLE_CLEAR, Act.FINISH_DELETE})
+"""The acts that say nothing."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,9 @@ class ReaperPolicy:
     """Finished pods stay this long so logs can be read, then go."""
     max_total_hours: float = 24.0
     """Cap on a lease's whole length (first request to end), extensions included."""
+    telling_timeout: timedelta = timedelta(minutes=5)
+    """A claim on an act whose message is not posted within this is void: its replica died mid-act.
+    Longer than the outbox's wait for one post (a minute), so a slow Slack is not taken for a crash."""
     dry_run: bool = False
 
 
@@ -62,6 +70,8 @@ class Marks:
     idle_warned_at: datetime | None = None
     kept_until: datetime | None = None
     """The owner pressed Keep on an idle warning: no idle release before this."""
+    telling_since: datetime | None = None
+    """A replica claimed an act at this time and has not confirmed its message yet."""
 
 
 @dataclass(frozen=True)
@@ -75,11 +85,22 @@ class Candidate:
     marks: Marks = Marks()
     idle: bool = False
     """Idle by the metric for the whole window; False when the metric is missing or stale."""
+    delete_recorded: bool = False
+    """The pod's newest audit record is a release or a reap."""
 
 
 def decide(candidate: Candidate, now: datetime, policy: ReaperPolicy) -> Act | None:
-    """The one thing to do now, most urgent first; None when nothing is due."""
+    """The one thing to do now, most urgent first; None when nothing is due.
+
+    An act is claimed on the pod before its message goes out and marked done after, so a claim younger
+    than the timeout means another round (or replica) is acting: nothing to do until it is over or void.
+    """
     if candidate.terminating:
+        return None
+    if candidate.delete_recorded:
+        return Act.FINISH_DELETE
+    claimed = candidate.marks.telling_since
+    if claimed is not None and now - claimed < policy.telling_timeout:
         return None
     if candidate.finished_at is not None:
         return Act.CLEAN_FINISHED if now - candidate.finished_at >= policy.finished_retention else None

@@ -20,7 +20,7 @@ NAMED_DAYS = {"daily": DAYS, "weekdays": DAYS[:5], "weekends": DAYS[5:]}
 EXAMPLE = "gpu-pool min 1 weekdays 09:00-18:00 Europe/Berlin"
 MAX_WARM_NODES = 100
 _SCHEDULE = re.compile(
-    r"(?P<pool>[a-z0-9][-a-z0-9]*)\s+min\s+(?P<min>\d+)\s+(?P<days>\S+)\s+"
+    r"(?P<pool>[a-z0-9][-a-z0-9]*)\s+min\s+(?P<min>\d{1,9})\s+(?P<days>\S+)\s+"
     r"(?P<start>\d{1,2}:\d{2})-(?P<end>\d{1,2}:\d{2})\s+(?P<zone>\S+)"
 )
 

@@ -54,6 +54,8 @@ class Workload:
     """What the reaper already did (reminders, idle warning, keep), from annotations."""
     finished_at: datetime | None = None
     """When its container terminated, for a Succeeded or Failed pod."""
+    request: str = ""
+    """The digest of the Slack request that asked for it (`podspec.request_key`); empty for older pods."""
 
     @property
     def key(self) -> str:
@@ -159,7 +161,9 @@ def from_pod(pod: Body) -> Workload | None:
             nudged_for=_time(notes.get(labels.NUDGED_FOR_ANNOTATION)),
             idle_warned_at=_time(notes.get(labels.IDLE_WARNED_AT_ANNOTATION)),
             kept_until=_time(notes.get(labels.KEPT_UNTIL_ANNOTATION)),
+            telling_since=_time(notes.get(labels.TELLING_SINCE_ANNOTATION)),
         ),
+        request=_text(notes.get(labels.REQUEST_ANNOTATION)),
         finished_at=finished_at(pod),
     )
 

@@ -9,6 +9,8 @@ from bot.services import doctor, launcher, leases, tracker, warm
 
 DELIVERY_TTL_SECONDS = 3600
 """Slack redelivers within minutes; an hour of memory per request id is ample and cheap."""
+PRESS_TTL_SECONDS = 10
+"""Two presses of one button on one message this close together are a double click: the first counts."""
 
 
 @dataclass(frozen=True)
@@ -27,3 +29,12 @@ class Services:
         if not request_id or self.store is None:
             return True
         return self.store.claim(f"slack-request:{request_id}", DELIVERY_TTL_SECONDS)
+
+    def first_press(self, request_id: str, press: str) -> bool:
+        """A button click, delivered once, and not the second half of a double click (`press` names the
+        user, the message and the button): each click is a new request, so the request id cannot tell."""
+        if not self.first_delivery(request_id):
+            return False
+        if not press or self.store is None:
+            return True
+        return self.store.claim(f"slack-press:{press}", PRESS_TTL_SECONDS)

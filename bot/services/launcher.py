@@ -3,6 +3,10 @@
 Each one reads the cluster through the `Cluster` port, asks the core, acts through the port, and tells the
 user through the `Chat` port. Every run leaves an audit record: on the pod's audit annotation and as one
 structured log line. What happens to a lease afterwards (release, extend, keep) is `leases.Leases`.
+
+A run is journaled from its acceptance to its pod (`pending.Journal`), so one cut short by a crash is
+carried out after the restart, and the pod records which Slack request asked for it, so a redelivery of
+that request finds the pod and does nothing more, even when the store has forgotten its claim.
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.core import costs, errors, models, notices, podspec, ports, quota, reaping, workloads
-from bot.services import chat, status
+from bot.core import commands, costs, errors, models, notices, podspec, ports, quota, reaping, workloads
+from bot.services import chat, pending, status
 
 logger = logging.getLogger(__name__)
 audit_logger = logging.getLogger("gpubot.audit")
@@ -81,8 +85,10 @@ class Launcher:
         clock: Callable[[], datetime],
         store: ports.Store | None = None,
         telemetry: ports.Telemetry = ports.NO_TELEMETRY,
+        replica: str = "",
     ) -> None:
-        """`store` holds each user's spend today, which `/gpu status` shows."""
+        """`store` holds each user's spend today, which `/gpu status` shows, and the runs in flight;
+        `replica` names this replica in that journal."""
         self._telemetry = telemetry
         self._cluster = cluster
         self._chat = chat_port
@@ -91,20 +97,55 @@ class Launcher:
         self._clock = clock
         self.warm_lines: Callable[[datetime], list[str]] | None = None
         """The warm schedules' lines for `/gpu status`, when the root wired them."""
+        self._journal = pending.Journal(store, replica=replica)
 
     # -- dispatch ------------------------------------------------------------------------------------
     def handle(
-        self, command: models.RunRequest | models.StatusRequest, owner: models.Owner, channel: str
+        self,
+        command: models.RunRequest | models.StatusRequest,
+        owner: models.Owner,
+        channel: str,
+        *,
+        request_id: str = "",
     ) -> None:
-        """The slow half of `/gpu run` and `/gpu status`, each counted once by how it ended."""
+        """The slow half of `/gpu run` and `/gpu status`, each counted once by how it ended.
+
+        `request_id`: the Slack request's trigger id, which journals a run until its pod exists."""
+        if isinstance(command, models.RunRequest):
+            self._carry_out(command, self._journal.accept(request_id, command, owner, channel, self._clock()))
+            return
         outcome: ports.CommandOutcome = "failed"  # stays so when the cluster fails on the way
-        with failures_told(self._chat, channel, owner.user_id, f"/gpu {type(command).__name__}"):
-            if isinstance(command, models.RunRequest):
-                outcome = run_outcome(self.run(command, owner, channel))
-            else:
-                self.status(command, owner.user_id, channel)
-                outcome = "ok"
-        self._telemetry.count_command("run" if isinstance(command, models.RunRequest) else "status", outcome)
+        with failures_told(self._chat, channel, owner.user_id, "/gpu status"):
+            self.status(command, owner.user_id, channel)
+            outcome = "ok"
+        self._telemetry.count_command("status", outcome)
+
+    def resume(self, *, at_start: bool) -> int:
+        """Carry out journaled runs a crash cut short: this replica's own at start, any gone replica's
+        on the leader. Returns how many were taken up."""
+        now = self._clock()
+        due = self._journal.due(now, at_start=at_start)
+        for accepted in due:
+            parsed = commands.parse_gpu_command(accepted.text)
+            if now - accepted.accepted_at > pending.TOO_OLD or not isinstance(parsed, models.RunRequest):
+                self._journal.done(accepted)
+                asked = f"`/gpu {accepted.text}` of {accepted.accepted_at.strftime('%H:%M')} UTC"
+                text = f"Your {asked} was cut short by a restart of gpubot; run it again if you need it."
+                self._chat.ephemeral(accepted.channel, accepted.owner.user_id, notices.Ephemeral(text))
+                continue
+            logger.info("carrying out run %s, accepted by %s", accepted.request_id, accepted.replica)
+            self._carry_out(parsed, accepted)
+        return len(due)
+
+    def _carry_out(self, request: models.RunRequest, accepted: pending.PendingRun) -> None:
+        outcome: ports.CommandOutcome = "failed"
+        owner, channel = accepted.owner, accepted.channel
+        try:
+            with failures_told(self._chat, channel, owner.user_id, "/gpu run"):
+                outcome = run_outcome(self._run(request, accepted))
+        finally:
+            self._journal.done(accepted)
+        self._telemetry.count_command("run", outcome)
 
     # -- /gpu run ----------------------------------------------------------------------------------
     def run(
@@ -112,8 +153,18 @@ class Launcher:
     ) -> workloads.Workload | models.UsageError | None:
         """Quota check, thread root, pod. The refusal when policy says no (and an ephemeral saying why);
         None when the cluster would not create the pod (the thread says why)."""
-        settings = self._settings
+        return self._run(request, pending.PendingRun("", "", self._clock(), request.text, owner, channel))
+
+    def _run(
+        self, request: models.RunRequest, accepted: pending.PendingRun
+    ) -> workloads.Workload | models.UsageError | None:
+        settings, owner, channel = self._settings, accepted.owner, accepted.channel
         owned = self._cluster.list_workloads(owner.user_id)
+        key = podspec.request_key(accepted.request_id)
+        made = next((w for w in owned if key and w.request == key), None)
+        if made is not None:
+            logger.info("%s exists for this request already: Slack delivered it again", made.key)
+            return made
         profile = quota.check_run(
             request,
             profiles=settings.profiles,
@@ -124,11 +175,14 @@ class Launcher:
         if isinstance(profile, models.UsageError):
             self._chat.ephemeral(channel, owner.user_id, notices.Ephemeral(profile.message))
             return profile
-        asked = notices.format_gpus(request.gpus, profile.name)
-        who = owner.user_name or owner.user_id
-        root = notices.Reply(f"{who} asked for {asked}: `{request.image}`. Following it here.")
-        thread_ts = self._chat.post(channel, root)
-        return self._create(request, profile, owner, channel=channel, thread_ts=thread_ts)
+        thread_ts = accepted.thread_ts
+        if not thread_ts:
+            asked = notices.format_gpus(request.gpus, profile.name)
+            who = owner.user_name or owner.user_id
+            root = notices.Reply(f"{who} asked for {asked}: `{request.image}`. Following it here.")
+            thread_ts = self._chat.post(channel, root)
+            self._journal.posted(accepted, thread_ts)
+        return self._create(request, profile, owner, channel=channel, thread_ts=thread_ts, request_key=key)
 
     def _create(
         self,
@@ -138,6 +192,7 @@ class Launcher:
         *,
         channel: str,
         thread_ts: str,
+        request_key: str = "",
     ) -> workloads.Workload | None:
         now = self._clock()
         manifest = podspec.build_pod(
@@ -150,6 +205,7 @@ class Launcher:
             thread_ts=thread_ts,
             namespace=self._settings.namespace,
             security=self._settings.security,
+            request_key=request_key,
         )
         name = str(manifest["metadata"]["name"])
         try:
@@ -198,14 +254,15 @@ class Launcher:
         )
         pending = sum(w.gpus for w in everything if status.holds_gpu(w) and not w.node)
         now = self._clock()
-        spent = self._store.amount(costs.spend_key(user, now.strftime("%Y-%m-%d"))) if self._store else None
+        spent = self._store.amount(costs.spend_key(user, now.strftime("%Y-%m-%d"))) if self._store else 0.0
         report = status.status_report(
             shown,
             pools,
             pending_gpus=pending,
             everyone=request.everyone,
             now=now,
-            spent_today=spent,
+            spent_today=spent if self._store else None,
+            spend_unknown=spent is None,
             warm_lines=self.warm_lines(now) if self.warm_lines else [],
         )
         self._chat.ephemeral(channel, user, report)

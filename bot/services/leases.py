@@ -118,6 +118,9 @@ class Leases:
     def release(self, request: models.ReleaseRequest, actor: str, channel: str) -> list[str]:
         """Delete the named, only, or all of the actor's workloads; return the names released."""
         targets = self._release_targets(request, actor, channel)
+        for going in [w for w in targets if w.deletion_requested]:  # a second press, or a slow Slack
+            self._tell(channel, actor, f"`{going.name}` is being released already.")
+        targets = [w for w in targets if not w.deletion_requested]
         allowed = [w for w in targets if self._may_change(w, actor, channel, "release")]
         released = [w.name for w in allowed if self._delete(w, actor)]
         if released:
@@ -146,8 +149,8 @@ class Leases:
             write_audited(self._cluster, workload, lambda current: Change({}, entry, None))
         except errors.Conflict:  # the delete matters more than its record on the pod; the log keeps it
             logger.warning("release of %s not recorded on the pod: it kept changing", workload.key)
-        with contextlib.suppress(errors.NotFound):  # gone already: released all the same
-            self._cluster.delete_pod(workload.namespace, workload.name)
+        with contextlib.suppress(errors.NotFound, errors.Conflict):  # gone (maybe a namesake in its place)
+            self._cluster.delete_pod(workload.namespace, workload.name, uid=workload.uid)
         launcher.log_audit(entry, workload.key)
         self._say_in_thread(workload, f"Released by {actor_phrase(workload, actor)}; deleting the pod.")
         return True

@@ -1,11 +1,14 @@
 """Services: the idle reaper, one round per timer tick on the leading replica.
 
 It reads the workloads the tracker's informers hold (no extra API calls), asks the metrics store which
-GPUs sat idle, and lets `reaping.decide` pick at most one act per workload. A reminder's mark is written
-on the pod first, guarded by its resourceVersion, and only then posted: a second replica (or a round
-that overlaps a leadership change) meets a Conflict and says nothing, so no owner is reminded twice.
-Deletes are recorded in the pod's audit annotation and the audit log; a delete claims the pod's uid in
-the store first, so its thread message is posted once.
+GPUs sat idle, and lets `reaping.decide` pick at most one act per workload. Every act that speaks is
+claimed on the pod first (the telling-since annotation, guarded by its resourceVersion): a second replica,
+or a round that overlaps a leadership change, meets a Conflict and says nothing. Then the thread message
+is posted and waited for, and only then is the act marked done on the pod (the reminder's mark, or the
+audit record a delete is preceded by). So a bot killed mid-act leaves a claim that goes void after the
+policy's timeout, and the act is done again, once: a reminder is never lost to a crash, and sent twice
+only if the crash falls between Slack's answer and the mark. A delete whose record is on the pod but
+whose delete never came is finished quietly (`FINISH_DELETE`), for the reaper's deletes and releases alike.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ REAPER_ACTOR = "gpubot"
 SCRAPE_INTERVAL = timedelta(seconds=15)
 """The DCGM exporter's usual scrape interval, for how many samples a window must hold."""
 CLAIM_SECONDS = 24 * 3600
+"""How long a dry run remembers it said what it would do."""
+CLAIM = labels.TELLING_SINCE_ANNOTATION
 MARKS: dict[Act, str] = {
     Act.REMIND: labels.REMINDED_FOR_ANNOTATION,
     Act.NUDGE: labels.NUDGED_FOR_ANNOTATION,
@@ -81,6 +86,7 @@ class Reaper:
                 terminating=workload.deletion_requested,
                 marks=workload.marks,
                 idle=workload.name in idle,
+                delete_recorded=podspec.delete_recorded(workload.audit),
             )
             act = reaping.decide(candidate, now, self._policy)
             if act is not None and self._perform(act, workload, now):
@@ -116,58 +122,76 @@ class Reaper:
     def _perform(self, act: Act, workload: workloads.Workload, now: datetime) -> bool:
         if self._policy.dry_run:
             return self._pretend(act, workload)
-        if act in reaping.REAPING:
-            return self._reap(act, workload, now)
-        if not self._mark(act, workload, now):
+        if act is Act.FINISH_DELETE:
+            logger.info("%s: its release was recorded but not carried out; deleting it now", workload.key)
+            return self._delete(act, workload)
+        if act is Act.IDLE_CLEAR:
+            return self._annotate(workload, {MARKS[act]: ""}, act, guarded=True)
+        if not self._annotate(workload, {CLAIM: podspec.format_time(now)}, act, guarded=True):
             return False
-        if act is not Act.IDLE_CLEAR:
-            self._tell_owner(reminders.message(act, workload, now, self._policy), workload, dm=True)
+        message = reminders.message(act, workload, now, self._policy)
+        if not self._post_in_thread(message, workload):
+            self._annotate(workload, {CLAIM: ""}, act)  # nothing went out: the next round tries again
+            return False
+        if act in reaping.REAPING:
+            self._record(workload, models.AuditEntry("reap", REAPER_ACTOR, now, (("reason", act.value),)))
+            return self._delete(act, workload)
+        self._annotate(workload, {MARKS[act]: self._mark_value(act, workload, now), CLAIM: ""}, act)
+        if workload.owner_id:
+            self._chat.dm(workload.owner_id, replace(message, thread_channel=workload.channel))
         return True
 
-    def _mark(self, act: Act, workload: workloads.Workload, now: datetime) -> bool:
-        """Write the act's mark, only if the pod is as we last saw it: the one guard against repeats."""
-        if act is Act.IDLE_CLEAR:
-            value = ""
-        elif act is Act.IDLE_WARN:
-            value = podspec.format_time(now)
-        else:
-            value = podspec.format_time(workload.lease_end or now)
+    def _mark_value(self, act: Act, workload: workloads.Workload, now: datetime) -> str:
+        return podspec.format_time(now if act is Act.IDLE_WARN else workload.lease_end or now)
+
+    def _annotate(
+        self, workload: workloads.Workload, notes: dict[str, str], act: Act, *, guarded: bool = False
+    ) -> bool:
+        """One merge patch; `guarded` only if the pod is as we last saw it, the one guard against repeats."""
         try:
             self._cluster.annotate_pod(
                 workload.namespace,
                 workload.name,
-                {MARKS[act]: value},
-                resource_version=workload.resource_version,
+                notes,
+                resource_version=workload.resource_version if guarded else "",
             )
         except (errors.Conflict, errors.NotFound):
-            logger.info("%s changed before its %s mark; next round decides again", workload.key, act.value)
+            logger.info("%s changed before its %s; next round decides again", workload.key, act.value)
             return False
         except errors.GpubotError as err:
-            logger.warning("could not mark %s for %s: %s", workload.key, act.value, err)
+            logger.warning("could not write %s's %s: %s", workload.key, act.value, err)
             return False
         return True
 
-    def _reap(self, act: Act, workload: workloads.Workload, now: datetime) -> bool:
-        if self._store is not None and not self._store.claim(f"reaped:{workload.uid}", CLAIM_SECONDS):
-            return False
-        entry = models.AuditEntry(action="reap", actor=REAPER_ACTOR, at=now, detail=(("reason", act.value),))
-        self._record(workload, entry)
+    def _post_in_thread(self, message: notices.Reminder, workload: workloads.Workload) -> bool:
+        """Post the act's message in the workload's thread and wait until Slack has it."""
+        if not (workload.channel and workload.thread_ts):
+            return True  # no thread to speak in: the DM (for reminders) is all there is
         try:
-            self._cluster.delete_pod(workload.namespace, workload.name)
-        except errors.NotFound:
+            self._chat.post(workload.channel, message, thread_ts=workload.thread_ts)
+        except errors.GpubotError as err:
+            logger.warning("could not post %s's reminder: %s", workload.key, err)
+            return False
+        return True
+
+    def _delete(self, act: Act, workload: workloads.Workload) -> bool:
+        try:
+            self._cluster.delete_pod(workload.namespace, workload.name, uid=workload.uid)
+        except (errors.NotFound, errors.Conflict):  # gone, or its name taken by another pod since
             return False
         except errors.GpubotError as err:
             logger.warning("could not delete %s (%s): %s", workload.key, act.value, err)
             return False
-        log_audit(entry, workload.key)
-        self._tell_owner(reminders.message(act, workload, now, self._policy), workload, dm=False)
         return True
 
     def _record(self, workload: workloads.Workload, entry: models.AuditEntry) -> None:
+        """The reap's audit record, clearing the claim in the same patch: all it needs now is its delete."""
+        change = leases.Change({CLAIM: ""}, entry, None)
         try:
-            leases.write_audited(self._cluster, workload, lambda current: leases.Change({}, entry, None))
+            leases.write_audited(self._cluster, workload, lambda current: change)
         except errors.GpubotError as err:  # the log line still records it; the pod is going anyway
             logger.info("reap of %s not recorded on the pod: %s", workload.key, err)
+        log_audit(entry, workload.key)
 
     def _pretend(self, act: Act, workload: workloads.Workload) -> bool:
         """Dry run: say once per act and lease what would happen, change nothing."""
@@ -175,14 +199,10 @@ class Reaper:
         if self._store is not None and not self._store.claim(said, CLAIM_SECONDS):
             return False
         logger.info("dry run: would %s %s", act.value, workload.key)
-        self._tell_owner(notices.Reminder(reminders.dry_run(act, workload), workload.key), workload, dm=False)
-        return True
-
-    def _tell_owner(self, reminder: notices.Reminder, workload: workloads.Workload, *, dm: bool) -> None:
         if workload.channel and workload.thread_ts:
-            self._chat.reply(workload.channel, workload.thread_ts, reminder)
-        if dm and workload.owner_id:
-            self._chat.dm(workload.owner_id, replace(reminder, thread_channel=workload.channel))
+            said_text = notices.Reminder(reminders.dry_run(act, workload), workload.key)
+            self._chat.reply(workload.channel, workload.thread_ts, said_text)
+        return True
 
 
 def live_from(

@@ -7,7 +7,9 @@ An episode's first change posts its message (blocking, under the lock, so two in
 never both post it); every later change is a coalesced edit of that message.
 
 Every replica follows the episodes; only the leader speaks (`go_live` / `pause`). Which message shows an
-episode is kept in the store, so a new leader edits it rather than posting a second one.
+episode is kept in the store, so a new leader edits it rather than posting a second one; so is each pool's
+open episode's message, which a replica started mid-episode (it sees a resumed episode, under a new key)
+takes over instead of leaving it at its last state and posting another.
 
 `tick` (the leader's timer) asks why a pool is still up well after gpubot's last workload on it left.
 Which gpubot pods are where comes from `Cluster.list_workloads()` at tick time, and only while an episode
@@ -257,6 +259,7 @@ class ScaleNotifier:
             if posted.shown != notice:
                 self._chat.update(self._channel, posted.ts, notice)
                 self._posted[episode.pool] = Posted(episode.key, posted.ts, notice)
+                self._keep_ts(episode, posted.ts)
             return
         try:
             ts = self._chat.post(self._channel, notice)
@@ -266,15 +269,30 @@ class ScaleNotifier:
             return
         logger.info("scale episode %s: posted %s in %s", episode.key, ts, self._channel)
         self._posted[episode.pool] = Posted(episode.key, ts, notice)
-        if self._store is not None:
-            self._store.remember(self._message_key(episode), ts, MESSAGE_MEMORY_SECONDS)
+        self._keep_ts(episode, ts)
 
     def _message_key(self, episode: episodes.Episode) -> str:
         return f"episode-message:{self._channel}:{episode.key}"
 
+    def _open_key(self, pool: str) -> str:
+        return f"episode-open:{self._channel}:{pool}"
+
+    def _keep_ts(self, episode: episodes.Episode, ts: str) -> None:
+        if self._store is None:
+            return
+        kept = MESSAGE_MEMORY_SECONDS
+        self._store.remember(self._message_key(episode), ts, kept)
+        self._store.remember(self._open_key(episode.pool), "" if episode.closed else ts, kept)
+
     def _recall(self, episode: episodes.Episode) -> str | None:
-        """The message another replica (or this one before a restart) posted for this episode."""
-        return self._store.recall(self._message_key(episode)) if self._store is not None else None
+        """The message another replica (or this one before a restart) posted for this episode; for an
+        episode resumed by a restart, the message of the pool's episode still open when it happened."""
+        if self._store is None:
+            return None
+        found = self._store.recall(self._message_key(episode))
+        if found is None and episode.resumed:
+            found = self._store.recall(self._open_key(episode.pool)) or None
+        return found
 
 
 def occupies(held: Iterable[workloads.Workload], nodes: Collection[str]) -> bool:

@@ -263,9 +263,11 @@ def status_report(
     everyone: bool,
     now: datetime,
     spent_today: float | None = None,
+    spend_unknown: bool = False,
     warm_lines: Iterable[str] = (),
 ) -> notices.Ephemeral:
-    """`spent_today`: what the caller's finished runs cost today (UTC), when a store keeps it."""
+    """`spent_today`: what the caller's finished runs cost today (UTC), when a store keeps it;
+    `spend_unknown` when it keeps it but cannot be read now."""
     title = "*All gpubot workloads*" if everyone else "*Your workloads*"
     lines = [title]
     lines += [workload_line(w, now, with_owner=everyone) for w in mine] or [
@@ -277,6 +279,8 @@ def status_report(
     warm = list(warm_lines)
     if warm:
         lines += ["*Warm schedules* (nodes kept up at set hours, used or not)", *warm]
-    if spent_today is not None:
+    if spend_unknown:
+        lines.append("Your finished runs today (UTC): unknown for now, as gpubot's Redis is unreachable")
+    elif spent_today is not None:
         lines.append(f"Your finished runs today (UTC): {notices.format_cost(spent_today)}")
     return notices.Ephemeral("\n".join(lines))

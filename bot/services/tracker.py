@@ -6,7 +6,9 @@ only learns (no chat writes), then it re-renders every status message once, and 
 milestone edits the status message and the key moments also get a short reply.
 
 With several replicas every one learns, and only the leader speaks: `go_live` when it gains the lease,
-`pause` when it loses it. `tick` (a timer) notices what no watch reports: a node that is late.
+`pause` when it loses it. A new leader also redraws the threads whose pod went in the last minutes: the
+old leader's final edits of them may have died in its outbox, and no pod is left to rebuild them from.
+`tick` (a timer) notices what no watch reports: a node that is late.
 A released workload's thread is followed until its pool is back at zero nodes.
 """
 
@@ -32,6 +34,9 @@ NODE_CREATION_SLACK = timedelta(seconds=5)
 """A node counts as this workload's new node only if it appeared after (about) the scale-up it triggered."""
 DRAIN_FOLLOW = timedelta(hours=24)
 """A released workload's pool is followed this long for its drain to zero, then forgotten."""
+ENDED_REDRAWN = timedelta(minutes=15)
+"""Threads whose pod is gone are redrawn by a new leader this long after: longer than a backed-up
+outbox takes to send a thread's last edit (chat.update is paced at 50 a minute)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,8 @@ class Tracker:
         self._released_at: dict[str, datetime] = {}
         self._lock = threading.RLock()
         self._threads: dict[str, status.Thread] = {}
+        self._ended: dict[str, tuple[datetime, status.Thread]] = {}
+        """Threads whose pod is gone, with when: a new leader redraws them (see ENDED_REDRAWN)."""
         self._shown: dict[str, notices.ThreadStatus] = {}
         self._orphans: collections.OrderedDict[str, list[lifecycle.EventSeen]] = collections.OrderedDict()
         self._nodes: dict[str, KnownNode] = {}
@@ -91,6 +98,12 @@ class Tracker:
         with self._lock:
             return dict(self._threads)
 
+    def workload(self, namespace: str, name: str) -> workloads.Workload | None:
+        """A tracked workload as the pod informer last delivered it; None if not (yet) seen."""
+        with self._lock:
+            thread = self._threads.get(f"{namespace}/{name}")
+            return thread.workload if thread is not None else None
+
     def go_live(self) -> int:
         """After the initial lists: render every known thread once, then report changes as they come."""
         with self._lock:
@@ -99,6 +112,11 @@ class Tracker:
                 if provisioning.measured(thread.progress) is not None:
                     self._learned.add(key)  # measured before we spoke: another replica, or we, recorded it
                 self._publish(key, thread, [])
+            now = self._now()
+            for key, (ended_at, thread) in self._ended.items():
+                if now - ended_at <= ENDED_REDRAWN:
+                    self._publish(key, thread, [])
+            self._ended.clear()
             return len(self._threads)
 
     def pause(self) -> None:
@@ -133,7 +151,10 @@ class Tracker:
                 self._released_at.setdefault(workload.key, workloads.deletion_requested_at(pod) or seen.at)
             self._apply(workload.key, replace(thread, workload=workload), [seen])
             if change == ports.DELETED:
-                self._follow_drain(self._threads.pop(workload.key))
+                ended = self._threads.pop(workload.key)
+                self._follow_drain(ended)
+                if not self._live:  # a follower: the leader's last edit of it may never arrive
+                    self._remember_ended(workload.key, ended)
                 self._shown.pop(workload.key, None)
                 self._released_at.pop(workload.key, None)
                 self._learned.discard(workload.key)
@@ -165,11 +186,12 @@ class Tracker:
                 return
             at = max(filter(None, (workloads.node_time(node), self._cluster_now)), default=self._clock())
             created = podspec.parse_time(str((node.get("metadata") or {}).get("creationTimestamp", "")))
-            self._nodes[name] = KnownNode(created, workloads.observe_node(node, at=at))
+            known = self._nodes[name] = KnownNode(created, workloads.observe_node(node, at=at))
+            # Only the node that changed: the others were offered when they changed, and again with
+            # each event since (on_event), so offering all of them here cost threads x nodes per change.
             for key, thread in list(self._threads.items()):
-                offered = self._new_nodes_for(thread)
-                if offered:
-                    self._apply(key, thread, offered)
+                if _may_bring(thread.progress, known):
+                    self._apply(key, thread, [known.seen])
 
     # -- state -----------------------------------------------------------------------------------
     def _observe_pod(self, pod: Mapping[str, Any], *, deleted: bool) -> lifecycle.PodSeen:
@@ -199,6 +221,11 @@ class Tracker:
         self._apply(workload.key, thread, early)
         return self._threads[workload.key]
 
+    def _remember_ended(self, key: str, thread: status.Thread) -> None:
+        now = self._now()
+        self._ended = {k: kept for k, kept in self._ended.items() if now - kept[0] <= ENDED_REDRAWN}
+        self._ended[key] = (now, thread)
+
     def _keep_orphan(self, key: str, seen: lifecycle.EventSeen) -> None:
         kept = self._orphans.setdefault(key, [])
         kept.append(seen)
@@ -209,19 +236,10 @@ class Tracker:
 
     def _new_nodes_for(self, thread: status.Thread) -> list[lifecycle.Observation]:
         """Nodes that may be the one this workload's scale-up brings: its pool, created after the trigger."""
-        progress = thread.progress
-        triggered = progress.at(lifecycle.Step.SCALE_UP)
-        if (
-            triggered is None
-            or progress.outcome is not None
-            or (progress.step or 0) >= lifecycle.Step.GPU_READY
-        ):
-            return []
         return [
             known.seen
             for known in sorted(self._nodes.values(), key=lambda k: k.seen.name)
-            if known.seen.pool == progress.pool
-            and (known.created is None or known.created >= triggered - NODE_CREATION_SLACK)
+            if _may_bring(thread.progress, known)
         ]
 
     def _apply(self, key: str, thread: status.Thread, observations: list[lifecycle.Observation]) -> None:
@@ -351,6 +369,18 @@ class Tracker:
             reply = status.milestone_reply(milestone)
             if reply is not None:
                 self._chat.reply(workload.channel, workload.thread_ts, reply)
+
+
+def _may_bring(progress: lifecycle.Progress, known: KnownNode) -> bool:
+    """The node may be the one this workload's scale-up brings: its pool, created after the trigger,
+    until its GPUs are seen. Not "until a later step": the node informer may lag the pod's (its watch cut
+    and resumed), and its news is still the checklist's, recorded late without a reply."""
+    triggered = progress.at(lifecycle.Step.SCALE_UP)
+    if triggered is None or progress.outcome is not None or progress.at(lifecycle.Step.GPU_READY) is not None:
+        return False
+    return known.seen.pool == progress.pool and (
+        known.created is None or known.created >= triggered - NODE_CREATION_SLACK
+    )
 
 
 def _remember(thread: status.Thread, milestones: list[lifecycle.Milestone]) -> status.Thread:

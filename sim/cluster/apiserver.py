@@ -10,6 +10,7 @@ import asyncio
 import base64
 import copy
 import datetime
+import functools
 import json
 import logging
 import secrets
@@ -27,12 +28,14 @@ from sim.cluster import (
     discovery,
     errors,
     events,
+    faults,
     messages,
     patches,
     resources,
     schema,
     selectors,
     tables,
+    traffic,
     validation,
 )
 from sim.cluster.resources import Resource
@@ -71,6 +74,8 @@ class ApiServer:
     def __init__(self, store: Store, options: Options | None = None) -> None:
         self.store = store
         self.options = options or Options()
+        self.traffic = traffic.Traffic()
+        self.faults = faults.ApiFaults(store)
 
     # -- wiring ----------------------------------------------------------------------------
     def routes(self) -> list[web.RouteDef]:
@@ -112,13 +117,22 @@ class ApiServer:
             and parts[:3] == ["api", "v1", "namespaces"]
             and (parts[4] == "bindings")
         ):
+            self.traffic.count(user_agent(request), "create", "bindings")
             return self.bind_named(parts[3], await body_json(request))
         target = parse_target(parts)
+        watching = request.query.get("watch") in ("1", "true")
+        shown = target.resource.plural + (f"/{target.subresource}" if target.subresource else "")
+        verb = traffic.verb_of(request.method, collection=not target.name, watch=watching)
+        self.traffic.count(user_agent(request), verb, shown)
+        return await self.faults.serve(verb, shown, functools.partial(self._route, request, target, watching))
+
+    async def _route(self, request: web.Request, target: Target, watching: bool) -> web.StreamResponse:
         method = request.method
         is_collection = not target.name
         if method == "GET" and is_collection:
-            if request.query.get("watch") in ("1", "true"):
-                return await self.watch(request, target)
+            if watching:
+                with self.traffic.watching(user_agent(request), target.resource.plural):
+                    return await self.watch(request, target)
             return self.list_collection(request, target)
         if method == "GET":
             return self.respond(request, target.resource, self.read(target))
@@ -186,6 +200,7 @@ class ApiServer:
             await write_event(response, {"type": "ERROR", "object": err.status()})
             return response
         watcher = self.store.watch(res.key, target.namespace)
+        self.faults.opened(watcher)
         # The version this stream has fully covered: a closing bookmark may promise no more than this.
         delivered = self.store.resource_version
         timer = self.store.clock.call_later(timeout, lambda: watcher.queue.put_nowait(None))
@@ -200,6 +215,10 @@ class ApiServer:
                 if kind:
                     await write_event(response, self._event(request, res, kind, change.obj, table))
                 delivered = change.rv
+            ending = self.faults.closed(watcher)
+            if ending is not None:
+                await self.faults.end_stream(request, response, ending, delivered)
+                return response
             if request.query.get("allowWatchBookmarks") in ("1", "true"):
                 bookmark = {
                     "kind": res.kind,
@@ -211,6 +230,7 @@ class ApiServer:
             pass
         finally:
             timer.cancel()
+            self.faults.closed(watcher)
             self.store.unwatch(watcher)
         return response
 
@@ -542,6 +562,10 @@ class ApiServer:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def user_agent(request: web.Request) -> str:
+    return request.headers.get("User-Agent", "")
 
 
 def parse_target(parts: list[str]) -> Target:

@@ -128,21 +128,21 @@ class Autoscaler:
     def _after_upcoming(self, pending: list[Obj]) -> list[Obj]:
         """Pods that neither existing nodes nor upcoming ones (unregistered, unready, GPU-less) will take."""
         # FilterOutSchedulable: pods the scheduler is about to place on existing nodes need no new node.
-        pods = list(self.store.iter_raw("pods"))
+        bound: dict[str, list[Obj]] = {}
+        for pod in self.store.iter_raw("pods"):
+            if pod["spec"].get("nodeName"):
+                bound.setdefault(pod["spec"]["nodeName"], []).append(pod)
         capacity: list[tuple[Obj, fit.Resources]] = [
-            (n, fit.used_resources(p for p in pods if p["spec"].get("nodeName") == n["metadata"]["name"]))
+            (n, fit.used_resources(bound.get(n["metadata"]["name"], [])))
             for n in self.store.iter_raw("nodes")
         ]
         for pool in self.registry.list():
             template = nodes.template_node(pool)
             capacity += [(template, {}) for _ in range(self._upcoming(pool))]
         leftover = []
+        first_fit = FirstFit()
         for pod in pending:
-            for template, used in capacity:
-                if fit.filter_node(pod, template, used=used).fits:
-                    fit.add_resources(used, fit.pod_requests(pod))
-                    break
-            else:
+            if not first_fit.place(pod, capacity):
                 leftover.append(pod)
         return leftover
 
@@ -201,15 +201,12 @@ class Autoscaler:
         return True
 
     def _nodes_needed(self, pool: pools.NodePool, pods: list[Obj]) -> int:
-        bins: list[fit.Resources] = []
+        bins: list[tuple[Obj, fit.Resources]] = []
         template = nodes.template_node(pool)
+        first_fit = FirstFit()
         for pod in pods:
-            for used in bins:
-                if fit.filter_node(pod, template, used=used).fits:
-                    fit.add_resources(used, fit.pod_requests(pod))
-                    break
-            else:
-                bins.append(fit.pod_requests(pod))
+            if not first_fit.place(pod, bins):
+                bins.append((template, fit.pod_requests(pod)))
         return max(len(bins), 1)
 
     def _fail_group(self, pool: pools.NodePool, code: str, message: str) -> None:
@@ -420,6 +417,29 @@ class Autoscaler:
 
 MAX_NODE_STARTUP_TIME = 15 * 60.0
 """clusterstate MaxNodeStartupTime: an unready node younger than this is NotStarted rather than Unready."""
+
+
+class FirstFit:
+    """First-fit of pods into nodes whose use only grows, as the binpacking estimator does.
+
+    A node that turned one pod away turns away every later pod placed alike (same requests, tolerations,
+    selectors), so each kind of pod resumes where the last of its kind went: a thousand alike pods cost a
+    pass over the nodes, not a pass per pod."""
+
+    def __init__(self) -> None:
+        self._start: dict[str, int] = {}
+
+    def place(self, pod: Obj, nodes_and_use: list[tuple[Obj, fit.Resources]]) -> bool:
+        """Add the pod's requests to the first node it fits; False when none does."""
+        kind = fit.placement_kind(pod)
+        for index in range(self._start.get(kind, 0), len(nodes_and_use)):
+            node, used = nodes_and_use[index]
+            if fit.filter_node(pod, node, used=used).fits:
+                fit.add_resources(used, fit.pod_requests(pod))
+                self._start[kind] = index
+                return True
+        self._start[kind] = len(nodes_and_use)
+        return False
 
 
 def _counts(members: list[Obj], instances: list[nodes.Instance], clock: Clock) -> dict[str, object]:

@@ -6,6 +6,8 @@ NotTriggerScaleUp), so the rules live here once, over plain apiserver JSON dicts
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import math
 import re
@@ -70,8 +72,11 @@ def parse_quantity(value: str | int | float) -> Fraction:
     return number * Fraction(10) ** exponent
 
 
+@functools.lru_cache(maxsize=4096)
 def to_base_units(resource: str, value: str | int | float) -> int:
-    """Quantity.MilliValue() for cpu, Value() otherwise; both round up, as upstream does."""
+    """Quantity.MilliValue() for cpu, Value() otherwise; both round up, as upstream does.
+
+    Cached: every scheduling pass reads the same few quantities ("2", "8Gi") off every pod and node."""
     amount = parse_quantity(value)
     return math.ceil(amount * 1000 if resource == CPU else amount)
 
@@ -254,6 +259,14 @@ def _unresolvable_reasons(pod: Mapping[str, Any], node: Mapping[str, Any]) -> li
     if not matches_node_selector(pod, node):
         return [messages.NODE_AFFINITY_MISMATCH]
     return []
+
+
+def placement_kind(pod: Mapping[str, Any]) -> str:
+    """Everything of a pod that `filter_node` reads: two pods of one kind fit the same nodes."""
+    spec = pod.get("spec") or {}
+    placed_by = ("tolerations", "nodeSelector", "affinity", "nodeName")
+    kind = [pod_requests(pod), *(spec.get(key) for key in placed_by)]
+    return json.dumps(kind, sort_keys=True)
 
 
 def filter_node(

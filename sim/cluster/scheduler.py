@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from sim.cluster import events, fit, messages
 from sim.cluster.config import Timings
-from sim.cluster.store import Change, Obj, Store, rfc3339
+from sim.cluster.store import DELETED, Change, Obj, Store, rfc3339
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +30,17 @@ def unschedulable_condition(pod: Obj) -> Obj | None:
     return None
 
 
+def is_bound(pod: Obj | None) -> bool:
+    return bool(pod and pod.get("spec", {}).get("nodeName"))
+
+
 class Scheduler:
-    """Runs a scheduling pass whenever a pod or node changes, plus a periodic retry."""
+    """Runs a scheduling pass whenever a pod or node changes, plus a periodic retry.
+
+    Where a pending pod fits depends only on the pod, the nodes and the pods bound to them, so a pod found
+    unschedulable is not tried again until one of those changed or its retry is due: a burst of new
+    pending pods costs one try each, not a try of every pending pod per new one (upstream's scheduling
+    queue parks unschedulable pods the same way)."""
 
     def __init__(
         self, store: Store, recorder: events.Recorder, timings: Timings, bind: Callable[[Obj, str], Obj]
@@ -40,10 +49,20 @@ class Scheduler:
         self.clock = store.clock
         self._bind = bind
         self._queued = False
+        self._placement_version = 0
+        """Bumped by every change to a node or to a bound pod: what can make a pending pod fit elsewhere."""
+        self._unfit: dict[str, tuple[str, int]] = {}
+        """Pod uid → (its resourceVersion, the placement version) when it was last found unschedulable."""
         store.subscribe(self._on_change)
         self.clock.call_later(timings.scheduler_retry, self._periodic)
 
     def _on_change(self, change: Change) -> None:
+        if change.resource == "nodes" or (
+            change.resource == "pods" and (is_bound(change.obj) or is_bound(change.old))
+        ):
+            self._placement_version += 1
+        if change.resource == "pods" and change.type == DELETED:
+            self._unfit.pop(change.obj["metadata"].get("uid", ""), None)
         if change.resource in ("pods", "nodes") and not self._queued:
             self._queued = True
             self.clock.call_soon(self.run_pass)
@@ -54,20 +73,27 @@ class Scheduler:
 
     def run_pass(self) -> None:
         self._queued = False
-        pending = [p for p in self.store.iter_raw("pods") if needs_scheduling(p)]
+        pending = [p for p in self.store.iter_raw("pods") if needs_scheduling(p) and not self._parked(p)]
         if not pending:
             return
         pending.sort(key=lambda p: (p["metadata"]["creationTimestamp"], p["metadata"]["name"]))
         nodes = sorted(self.store.iter_raw("nodes"), key=lambda n: str(n["metadata"]["name"]))
-        pods = list(self.store.iter_raw("pods"))
-        used = {
-            n["metadata"]["name"]: fit.used_resources(
-                p for p in pods if p["spec"].get("nodeName") == n["metadata"]["name"]
-            )
-            for n in nodes
-        }
+        bound: dict[str, list[Obj]] = {}
+        for pod in self.store.iter_raw("pods"):
+            if is_bound(pod):
+                bound.setdefault(pod["spec"]["nodeName"], []).append(pod)
+        names = [str(n["metadata"]["name"]) for n in nodes]
+        used = {name: fit.used_resources(bound.get(name, [])) for name in names}
         for pod in pending:
             self._schedule_one(pod, nodes, used)
+
+    def _parked(self, pod: Obj) -> bool:
+        """Found unschedulable with nothing changed since, and not yet due for its retry."""
+        meta = pod["metadata"]
+        if self._unfit.get(meta.get("uid", "")) != (meta.get("resourceVersion"), self._placement_version):
+            return False
+        current = unschedulable_condition(pod)
+        return current is not None and self._recent(current)
 
     def _schedule_one(self, pod: Obj, nodes: list[Obj], used: dict[str, fit.Resources]) -> None:
         chosen = fit.pick_node(pod, nodes, used)
@@ -91,9 +117,11 @@ class Scheduler:
         message = fit.failed_scheduling_message(fits)
         current = unschedulable_condition(pod)
         if current is not None and current.get("message") == message and self._recent(current):
+            self._park(pod)
             return
         updated = self.store.mutate("pods", ns, name, lambda p: self._mark_unschedulable(p, message))
         if updated is not None:
+            self._park(updated)
             self.recorder.record(
                 updated,
                 "Warning",
@@ -102,6 +130,10 @@ class Scheduler:
                 component=messages.SCHEDULER,
                 action="Scheduling",
             )
+
+    def _park(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        self._unfit[meta.get("uid", "")] = (meta.get("resourceVersion", ""), self._placement_version)
 
     def _recent(self, condition: Obj) -> bool:
         probed = condition.get("lastProbeTime") or condition.get("lastTransitionTime")

@@ -90,6 +90,11 @@ class Store:
         """Keep only the newest `size` changes, as an etcd compaction would; tests use it to reach a 410."""
         self._history = deque(self._history, maxlen=size)
 
+    def compact(self) -> None:
+        """Forget every past change, as an etcd compaction at the current version does: a watch may
+        resume from this version on, and from any earlier one answers 410."""
+        self._history.clear()
+
     @property
     def watcher_count(self) -> int:
         return len(self._watchers)

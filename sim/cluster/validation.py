@@ -69,7 +69,7 @@ def max_len_error(length: int) -> str:
 
 
 def _full(fmt: str) -> re.Pattern[str]:
-    return re.compile(f"^{fmt}$")
+    return re.compile(f"^{fmt}\\Z")  # as Go's `$`: the very end; Python's `$` also matches before a newline
 
 
 _DNS1123_LABEL = _full(DNS1123_LABEL_FMT)

@@ -29,6 +29,7 @@ from sim.cluster import (
     autoscaler,
     eks,
     events,
+    faults,
     gke,
     kubelet,
     metrics,
@@ -58,6 +59,8 @@ class WorldConfig:
     state_dir: Path | None = None
     timings: Timings = field(default_factory=Timings)
     extended_resource_toleration: bool = True
+    api_faults: faults.ApiFaultConfig = field(default_factory=faults.ApiFaultConfig)
+    """API server faults from the start; `POST /simctl/v1/faults/api` changes them at run time."""
 
 
 def seed_gpu_pool(*, zone: str = LOCATION) -> pools.NodePool:
@@ -104,6 +107,7 @@ class World:
             self.store,
             apiserver.Options(extended_resource_toleration=self.config.extended_resource_toleration),
         )
+        self.api.faults.set(self.config.api_faults)
         self.node_ctl = nodes.NodeController(
             self.store, self.registry, self.recorder, self.timings, self.faults
         )
@@ -145,6 +149,7 @@ class World:
         app.add_routes(self.metrics.routes())
         app.add_routes(self.access.routes())
         app.add_routes(self.api.routes())
+        app.add_routes(self.api.faults.routes())
         app.add_routes(
             gke.routes(
                 self.registry,
@@ -162,6 +167,8 @@ class World:
                 web.get("/simctl/v1/clock", self._clock_info),
                 web.post("/simctl/v1/clock/advance", self._advance),
                 web.post("/simctl/v1/faults", self._set_faults),
+                web.get("/simctl/v1/traffic", self._traffic),
+                web.post("/simctl/v1/traffic/reset", self._reset_traffic),
             ]
         )
         app.on_response_prepare.append(self._stamp_date)
@@ -187,6 +194,7 @@ class World:
 
     async def stop(self) -> None:
         self._save()
+        self.api.faults.stop()
         self.store.close_watches()
         if self._driver:
             self._driver.cancel()
@@ -207,6 +215,14 @@ class World:
             )
         self.advance(float(body.get("seconds", 0)))
         return web.json_response({"now": self.clock.now()})
+
+    async def _traffic(self, request: web.Request) -> web.Response:
+        """API requests by client (User-Agent), verb and resource, and the watches open now."""
+        return web.json_response(self.api.traffic.snapshot())
+
+    async def _reset_traffic(self, request: web.Request) -> web.Response:
+        self.api.traffic.reset()
+        return web.json_response(self.api.traffic.snapshot())
 
     async def _set_faults(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -27,6 +27,9 @@ class Delivery:
     """`timeout`, `no_connection`, `http_<status>` or `connection_failed` when not acked."""
     seconds: float = 0.0
     """From the first delivery to the ack (or to giving up)."""
+    ack_seconds: float = 0.0
+    """Socket Mode: from sending the last envelope (the only one for commands and clicks) to reading the
+    ack off the socket; what an app's ack latency is, without the wait for a connection."""
     shown: str = ""
     """What the user saw of the ack: `ephemeral`, `in_channel`, `nothing`, or Slack's own error notice."""
 

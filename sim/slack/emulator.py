@@ -251,6 +251,7 @@ class SlackEmulator:
                 seed=int(body.get("seed", 0)),
                 methods=frozenset(str(m) for m in body.get("methods", ())),
                 retry_after=int(body.get("retry_after", 1)),
+                every=int(body.get("every", 0)),
             )
         )
         return web.json_response({"ok": True})

@@ -98,6 +98,9 @@ class FaultConfig:
     methods: frozenset[str] = frozenset()
     """Empty means every method except apps.connections.open (kept healthy unless named)."""
     retry_after: int = 1
+    every: int = 0
+    """When set, fail exactly every Nth matching call instead of `rate` at random, cycling through
+    `statuses`: a test then meets each status however its calls interleave."""
 
 
 class Faults:
@@ -107,12 +110,18 @@ class Faults:
     def set(self, config: FaultConfig) -> None:
         self.config = config
         self._random = random.Random(config.seed)
+        self._matching = 0
 
     def pick(self, method: str) -> int:
         """The HTTP status to fail this call with, or 0 to let it through."""
         applies = method in self.config.methods if self.config.methods else method != "apps.connections.open"
-        if self.config.rate <= 0 or not applies:
+        if (self.config.rate <= 0 and self.config.every <= 0) or not applies:
             return 0
+        if self.config.every > 0:
+            self._matching += 1
+            if self._matching % self.config.every:
+                return 0
+            return self.config.statuses[(self._matching // self.config.every - 1) % len(self.config.statuses)]
         if self._random.random() >= self.config.rate:
             return 0
         return self._random.choice(self.config.statuses)

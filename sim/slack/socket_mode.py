@@ -62,7 +62,8 @@ class SocketModeHub:
         self.connections: dict[str, Connection] = {}
         self.opened_total = 0
         self._tickets: set[str] = set()
-        self._acks: dict[str, asyncio.Future[Json]] = {}
+        self._acks: dict[str, asyncio.Future[tuple[Json, float]]] = {}
+        """Envelope id → the ack frame and when it was read off the socket."""
         self._ids = itertools.count(1)
         self._turn = itertools.count()
         self._changed: asyncio.Condition | None = None
@@ -139,7 +140,7 @@ class SocketModeHub:
             if future is None:
                 logger.info("connection %s: a late ack or an unknown frame: %.200s", conn.id, message.data)
             elif not future.done():
-                future.set_result(data)
+                future.set_result((data, time.monotonic()))
 
     # -- refreshing ---------------------------------------------------------------------------
     async def disconnect(self, conn: Connection, reason: str) -> None:
@@ -175,7 +176,7 @@ class SocketModeHub:
 
     async def deliver(self, kind: str, payload: Json, *, accepts_response_payload: bool) -> Delivery:
         started = time.monotonic()
-        ack: asyncio.Future[Json] = asyncio.get_running_loop().create_future()
+        ack: asyncio.Future[tuple[Json, float]] = asyncio.get_running_loop().create_future()
         envelope_ids: list[str] = []
         attempts = 0
         retries = self.config.max_retries if kind in self.config.retry_types else 0
@@ -191,10 +192,12 @@ class SocketModeHub:
                 self._acks[envelope_id] = ack
                 envelope = _envelope(envelope_id, kind, payload, accepts_response_payload, attempts)
                 attempts += 1
+                frame = json.dumps(envelope)
+                sent = time.monotonic()
                 with contextlib.suppress(ConnectionError, RuntimeError):
-                    await conn.ws.send_str(json.dumps(envelope))
+                    await conn.ws.send_str(frame)
                 with contextlib.suppress(TimeoutError):
-                    answer = await asyncio.wait_for(asyncio.shield(ack), self.config.ack_timeout)
+                    answer, acked_at = await asyncio.wait_for(asyncio.shield(ack), self.config.ack_timeout)
                     return Delivery(
                         type=kind,
                         payload=payload,
@@ -204,6 +207,7 @@ class SocketModeHub:
                         envelope_ids=tuple(envelope_ids),
                         attempts=attempts,
                         seconds=time.monotonic() - started,
+                        ack_seconds=acked_at - sent,
                     )
         finally:
             for envelope_id in envelope_ids:

@@ -200,7 +200,18 @@ def test_toleration_field_names(toleration: models.Toleration, manifest: dict[st
 
 
 def test_long_commands_are_clipped_in_the_annotation() -> None:
-    pod = _build("run img -- echo " + "x" * 10_000)
+    text = "run img -- echo " + "x" * 10_000  # longer than the parser takes; the pod is bounded all the same
+    long = models.RunRequest(image="img", command=("echo", "x" * 10_000), text=text)
+    pod = podspec.build_pod(
+        long,
+        T4,
+        ALICE,
+        now=NOW,
+        lease=timedelta(hours=4),
+        channel="C0GPU",
+        thread_ts="1.2",
+        namespace="default",
+    )
     assert len(pod["metadata"]["annotations"][labels.COMMAND_ANNOTATION]) == labels.ANNOTATION_TEXT_MAX
     assert len(pod["spec"]["containers"][0]["command"][1]) == 10_000
 

@@ -1,0 +1,141 @@
+"""Redis flushed, or down for a minute, under a running bot: no workload lost or leaked, and whatever Redis
+held is either rebuilt from the pods or said plainly to be missing."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from sim.cluster import world
+from sim.slack.deliveries import Delivery
+from sim.slack.runner import BackgroundSlack
+from tests.integration.botkit import CUDA, RUN, advance_until, step_reached
+from tests.restarts import ledger, processes
+from tests.restarts.conftest import BotFactory
+
+OUTAGE_SECONDS = 60.0
+"""Real seconds Redis stays down while users keep working."""
+SCALE = {"GPUBOT_SCALE_CHANNEL": "C_OPS", "GPUBOT_REAPER_INTERVAL_SECONDS": "1"}
+BOB_RUN = f"run {CUDA} -- python train.py"
+
+pytestmark = pytest.mark.usefixtures("slack_env")
+
+
+def thread_of(slack: BackgroundSlack, user: str) -> ledger.Json:
+    (root,) = [r for r in ledger.roots(slack) if f"<@{user}>" in str(r["blocks"]) or user in r["text"]]
+    return root
+
+
+def ephemeral(slack: BackgroundSlack, user: str, words: str) -> list[ledger.Json]:
+    return [e for e in slack.ephemerals(user) if words in e["text"]]
+
+
+def release_all(sim: world.BackgroundWorld, slack: BackgroundSlack, pods: ledger.PodLedger) -> None:
+    for user in ("U_ALICE", "U_BOB"):
+        slack.type_command(user, "C_GPU", "/gpu", "release all")
+    processes.wait(lambda: all(p["metadata"].get("deletionTimestamp") for p in sim.pods()), what="releases")
+    advance_until(sim, slack, lambda: not pods.live and not ledger.open_threads(slack))
+
+
+def pool_back_at_zero(sim: world.BackgroundWorld, slack: BackgroundSlack) -> None:
+    gpu_nodes = lambda: [n for n in sim.nodes() if "gpu-pool" in n["metadata"]["name"]]  # noqa: E731
+    advance_until(sim, slack, lambda: not gpu_nodes(), stride=60, limit=3600)
+    processes.wait(
+        lambda: any("back at 0" in m["text"] for m in ledger.roots(slack, "C_OPS")), what="the episode closed"
+    )
+
+
+def two_workloads(sim: world.BackgroundWorld, slack: BackgroundSlack, pods: ledger.PodLedger) -> Delivery:
+    """Alice's Running, Bob's waiting for a node; returns Alice's delivery, to redeliver."""
+    alice = slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
+    advance_until(sim, slack, step_reached(slack, "Running"))
+    slack.type_command("U_BOB", "C_GPU", "/gpu", BOB_RUN)
+    processes.wait(lambda: len(pods.created) == 2, what="bob's pod")
+    return alice
+
+
+def assert_nothing_lost(pods: ledger.PodLedger, slack: BackgroundSlack) -> None:
+    assert len(pods.created) == 2 and not pods.threads_with_two_pods() and not pods.live
+    assert len(ledger.roots(slack)) == 2 and not ledger.open_threads(slack)
+
+
+def test_flushall_mid_lifecycle_loses_nothing_and_a_redelivery_still_acts_once(
+    sim: world.BackgroundWorld,
+    slack: BackgroundSlack,
+    bots: BotFactory,
+    own_redis: processes.RedisServer,
+) -> None:
+    pods = ledger.pod_ledger(sim)
+    bot = bots(**SCALE)
+    bot.start()
+    alice = two_workloads(sim, slack, pods)
+    assert own_redis.keys()
+
+    own_redis.flush()
+    assert slack.redeliver(alice).acked  # its claim went with the flush; the pod itself says it is done
+    advance_until(sim, slack, lambda: "Running on" in thread_of(slack, "U_BOB")["text"])
+    release_all(sim, slack, pods)
+    pool_back_at_zero(sim, slack)
+    assert_nothing_lost(pods, slack)
+    episodes = ledger.roots(slack, "C_OPS")
+    assert len(episodes) == 1, [m["text"] for m in episodes]  # still edited from the bot's memory
+
+
+def test_flushall_then_a_restart_rebuilds_every_thread_from_the_pods(
+    sim: world.BackgroundWorld,
+    slack: BackgroundSlack,
+    bots: BotFactory,
+    own_redis: processes.RedisServer,
+) -> None:
+    pods = ledger.pod_ledger(sim)
+    bot = bots(**SCALE)
+    bot.start()
+    two_workloads(sim, slack, pods)
+    own_redis.flush()
+    bot.kill()
+    bot.start()
+    advance_until(sim, slack, lambda: "Running on" in thread_of(slack, "U_BOB")["text"])
+    release_all(sim, slack, pods)
+    pool_back_at_zero(sim, slack)
+    assert_nothing_lost(pods, slack)
+    # The episode's message ts went with the flush: the restarted bot opens a message of its own that says
+    # it resumed after a restart, and closes it; the first stays as last edited (docs/reliability.md).
+    latest = ledger.roots(slack, "C_OPS")[-1]
+    assert "back at 0" in latest["text"]
+
+
+def test_redis_down_for_a_minute_commands_work_or_say_what_is_missing(
+    sim: world.BackgroundWorld,
+    slack: BackgroundSlack,
+    bots: BotFactory,
+    own_redis: processes.RedisServer,
+) -> None:
+    pods = ledger.pod_ledger(sim)
+    bot = bots(**SCALE)
+    bot.start()
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
+    advance_until(sim, slack, step_reached(slack, "Running"))
+
+    own_redis.stop()
+    down_since = time.monotonic()
+    bob = slack.type_command("U_BOB", "C_GPU", "/gpu", BOB_RUN)
+    assert bob.acked and "Requesting 1 GPU" in str(bob.ack_payload)
+    processes.wait(lambda: len(pods.created) == 2 and len(ledger.roots(slack)) == 2, what="bob's thread")
+    advance_until(sim, slack, lambda: "Running on" in thread_of(slack, "U_BOB")["text"])
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", "status")
+    report = processes.wait(lambda: ephemeral(slack, "U_ALICE", "Your workloads"), what="the status")
+    assert "$0" not in report[0]["text"].split("GPU pools")[0]
+    assert "unknown" in report[0]["text"] and "Redis" in report[0]["text"], report[0]["text"]
+    assert slack.click_button("U_BOB", "C_GPU", thread_of(slack, "U_BOB")["ts"], "gpubot_extend").acked
+    processes.wait(lambda: ledger.replies(slack, thread_of(slack, "U_BOB"), "Extended by"), what="extended")
+    bot.kill()  # a bot that starts while Redis is down still resumes every thread
+    bot.start()
+    processes.wait(lambda: time.monotonic() - down_since >= OUTAGE_SECONDS, timeout=2 * OUTAGE_SECONDS)
+    own_redis.start()
+
+    again = slack.type_command("U_ALICE", "C_GPU", "/gpu", "status")
+    assert again.acked
+    release_all(sim, slack, pods)
+    pool_back_at_zero(sim, slack)
+    assert_nothing_lost(pods, slack)
