@@ -195,7 +195,7 @@ def test_the_scale_channel_gets_one_message_per_episode(
 ) -> None:
     base = bot_settings(sim, slack, tmp_path, redis_url)
     config = dataclasses.replace(base, slack=dataclasses.replace(base.slack, scale_channel="C_OPS"))
-    with running_bot(config, slack):
+    with running_bot(config, slack, clock=sim.world.clock.datetime):  # episodes date from the bot's start
         run_and_wait_for_thread(sim, slack)
         advance_until(sim, slack, step_reached(slack, "Running"))
         slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
