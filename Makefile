@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test lint sim clean bench bench-quick soak
+.PHONY: demo test lint sim clean bench bench-quick soak fuzz
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,6 +37,10 @@ test: lint
 SOAK_WORKLOADS ?= 10000
 soak: $(STAMP)
 	$(BIN)/python -m tests.restarts.soak --workloads $(SOAK_WORKLOADS)
+
+FUZZ_EXAMPLES ?= 100000
+fuzz: $(STAMP)
+	GPUBOT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -o addopts="" -q -m fuzz tests/hostile --hypothesis-show-statistics
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m bench

@@ -1,16 +1,23 @@
-"""Shared fixtures: the embedded cluster on an ephemeral loopback port, with a manual clock."""
+"""Shared fixtures: the embedded cluster on an ephemeral loopback port with a manual clock, the Slack
+emulator, the real bot on both, and a private Redis."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
 from kubernetes import client
 
-from bot import cli_demo
+from bot import app, cli_demo
 from bot.adapters import store
 from sim.cluster import world
+from sim.slack.emulator import SlackConfig
+from sim.slack.ratelimits import RateLimitConfig
+from sim.slack.runner import BackgroundSlack
+from sim.slack.socket_mode import SocketModeConfig
+from tests.integration.botkit import bot_settings, running_bot
 
 
 @pytest.fixture
@@ -59,3 +66,20 @@ def redis_url(redis_server: str) -> str:
     with redis.Redis.from_url(redis_server) as connection:
         connection.flushdb()
     return redis_server
+
+
+@pytest.fixture
+def slack(slack_env: None) -> Iterator[BackgroundSlack]:
+    config = SlackConfig(
+        rate_limits=RateLimitConfig(enabled=False), socket_mode=SocketModeConfig(ack_timeout=3.0)
+    )
+    with BackgroundSlack(config) as running:
+        yield running
+
+
+@pytest.fixture
+def bot(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
+) -> Iterator[app.Bot]:
+    with running_bot(bot_settings(sim, slack, tmp_path, redis_url), slack) as running:
+        yield running

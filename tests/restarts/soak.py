@@ -198,6 +198,7 @@ class Soak:
         self.pods = ledger.pod_ledger(sim)
         self.figures = Figures(workloads=config.workloads)
         self.steps = 0
+        self.reported = 0
 
     # -- playing -----------------------------------------------------------------------------
     def run(self) -> Figures:
@@ -226,6 +227,7 @@ class Soak:
                 self.bot.tick()
             self._wait_until_caught_up()
             self.figures.max_live = max(self.figures.max_live, len(self.pods.live))
+            self._progress(started)
             if not arrivals and not releases and self._all_over():
                 break
             if now > end:
@@ -235,6 +237,14 @@ class Soak:
         self.figures.wall_seconds = time.monotonic() - started
         self.figures.sim_seconds = self.sim.world.clock.now() - start
         return self._count(planned)
+
+    def _progress(self, started: float) -> None:
+        """A line on stderr per thousand pods created, so a long soak shows its pace as it goes."""
+        thousands = len(self.pods.created) // 1000
+        if thousands > self.reported:
+            self.reported = thousands
+            elapsed = time.monotonic() - started
+            print(f"{thousands * 1000} pods created, {elapsed:.0f} s", file=sys.stderr, flush=True)
 
     def _type(self, commands: list[tuple[str, str, str]]) -> None:
         """Users type their commands at once, as a busy channel does; every one must be acked."""
