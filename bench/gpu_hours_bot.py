@@ -27,12 +27,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 
 from bench import gpu_hours_ledger, trace
 from bench.gpu_hours_replay import CUDA, Reap
-from bot import app, settings
+from bot import app, cli_demo, settings
 from bot.adapters import slack_outbox, slack_render, store
 from bot.core import labels, reaping
 from sim.cluster import world
@@ -258,17 +257,9 @@ def bot_settings(
 ) -> settings.Settings:
     """A deployment's defaults (or the reaper settings given), with the sim's Prometheus for idleness and
     one replica."""
-    kubeconfig = tmp / "kubeconfig.yaml"
-    kubeconfig.write_text(yaml.safe_dump(sim.world.kubeconfig()))
-    return settings.Settings(
-        slack=settings.SlackSettings(
-            bot_token=slack.bot_token,
-            app_token=slack.app_token,
-            api_base_url=slack.api_url,
-            scale_channel=OPS,
-        ),
-        cluster=settings.ClusterSettings(kubeconfig=str(kubeconfig)),
-        redis=settings.RedisSettings(url=redis_url),
+    return dataclasses.replace(
+        cli_demo.bot_settings(sim, slack, tmp, redis_url),
+        quota=settings.QuotaSettings(),
         reaper=dataclasses.replace(reaper, prometheus_url=sim.url),
         leader=settings.LeaderSettings(enabled=False),
         log_level="WARNING",

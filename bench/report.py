@@ -41,19 +41,17 @@ PLOTS = {
 }
 MISSED = {
     "P1": (
-        "A burst's acks queue behind one another, so the last command of a burst waits for every ack "
-        "before it; gpubot's ack costs more than the bare app's mostly in Bolt's lazy-listener path, which "
-        "deep-copies the request for each lazy listener. The bare app's own p99 is the floor of this "
-        "Socket Mode stack on this machine. Meeting the goal for a whole burst needs acks "
-        "cheaper than Bolt's lazy-listener path (handing the slow half to gpubot's own executor from the "
-        "ack listener, without the copy) or a second replica (Slack spreads envelopes over connections)."
+        "The bare Bolt app on the same Socket Mode stack is itself at about the goal: a burst's acks "
+        "queue behind one another on one connection. gpubot's extra is what its slow halves (a pod "
+        "created and a thread root posted per command, on threads of the same process) take from the acks "
+        "meanwhile. Meeting the goal would take the slow half out of the acking process (a worker fed by a "
+        "queue) or more connections (Slack spreads envelopes over an app's Socket Mode connections)."
     ),
     "P3": (
-        "Leader election renews the Lease once per retry period (2 s by default, client-go's), a write "
-        "each time whatever the number of workloads; a longer retry period (and lease) would cut it, "
-        "at the cost of a slower takeover. The rest grows with the scale channel's drain check, which lists "
-        "gpubot's pods (one page per 500) every 15 s while an episode has nodes up; it could read the "
-        "tracker's informer cache instead."
+        "What the bot asks in steady state is the leader's Lease renewal, one write per retry period "
+        "(8 s by default, GPUBOT_LEADER_RETRY_SECONDS), whatever the number of workloads; the informers "
+        "only watch, and the scale channel's drain check reads the tracker's informer, not the API. A "
+        "longer retry period (and lease) cuts it further, at the cost of a slower takeover."
     ),
     "P4": (
         "The baseline column is the same process before it tracks anything: the interpreter with the "
@@ -61,13 +59,15 @@ MISSED = {
         "and prometheus_client. What grows with workloads is held per workload: the informers keep whole "
         "objects (each pod, and every event naming it, so a relist can be replayed), the tracker keeps "
         "each thread's progress and last rendered status, and the outbox holds the edits and replies Slack "
-        "has not yet let through. Meeting the goal needs both a smaller start (fewer imports in `serve`) "
-        "and informers that keep only the fields the bot reads."
+        "has not yet let through (each with its blocks). Meeting the goal needs informers that keep only "
+        "the fields the bot reads, queued calls kept serialised, and a smaller start (fewer imports in "
+        "`serve`)."
     ),
     "P5": (
-        "Each lifecycle edits its thread root once per step of its checklist and replies at key moments "
-        "(scale-up, node Ready, Running, release, gone, cost, drained). Eight calls would mean editing the "
-        "root only at the steps a person waits for and folding the release, gone and cost replies into one."
+        "Each lifecycle edits its thread root once per step of its checklist and replies at the moments "
+        "a person waits for (scale-up, node Ready, Running, released, gone, cost, pool drained). Eight "
+        "calls would mean editing the root only at some of the steps and folding the released, gone and "
+        "cost replies into one, so the thread follows the pod less closely."
     ),
 }
 

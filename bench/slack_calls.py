@@ -178,6 +178,9 @@ def many_at_once(count: int) -> tuple[float, int, int, int, int, str]:
                 await asyncio.gather(*typed)
 
             stage.slack.call(everyone, timeout=120)
+            # Each pod follows its thread root, which Slack paces in real time: the clock waits for them.
+            made = lambda: len(stage.sim.pods()) >= count  # noqa: E731
+            rig.wait_for(made, timeout=DRAIN_CAP_SECONDS, what="every pod created", every=0.2)
             all_running = lambda: sum(workloads.is_running(p) for p in stage.sim.pods()) >= count  # noqa: E731
             rig.advance_until(stage, all_running, stride=10, limit=1800)
             all_said = lambda: running_roots(stage, names) >= count  # noqa: E731

@@ -372,6 +372,7 @@ def build(
             store=kept,
             live=False,
             cluster=cluster,
+            held_workloads=reaper.live_from(services.tracker.threads),
             drain_expected_minutes=settings.reaper.drain_expected_minutes,
         )
     bot = Bot(

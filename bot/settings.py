@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import yaml
 
-from bot.core import commands, labels, models, quantities, reaping, warm
+from bot.core import commands, labels, leadership, models, quantities, reaping, warm
 
 SlackMode = Literal["socket", "http"]
 REDACTED = "***"
@@ -164,12 +164,16 @@ class LeaderSettings:
     """The coordination.k8s.io/v1 Lease the replicas compete for, in the bot's namespace."""
     identity: str = field(default_factory=default_identity)
     """This replica in `holderIdentity`: the pod name (POD_NAME from the downward API), else hostname-pid."""
-    lease_duration_seconds: int = 15
-    """How long after the last renewal the others wait before taking over (client-go's usual 15 s)."""
-    renew_deadline_seconds: float = 10.0
-    """A leader that could not renew for this long steps down; shorter than the lease, so it stops first."""
-    retry_period_seconds: float = 2.0
-    """Between a candidate's tries, and between a leader's renewals."""
+    lease_duration_seconds: int = 30
+    """How long after the last renewal the others wait before taking over (GPUBOT_LEADER_LEASE_SECONDS).
+    Twice client-go's usual 15 s: the leader's work (reaper rounds, scale notices) is minute-scale, so a
+    failover of up to ~40 s costs little, and renewals every 8 s instead of 2 s keep the bot's steady
+    Kubernetes load under 10 requests a minute (docs/benchmarks.md, P3)."""
+    renew_deadline_seconds: float = 20.0
+    """A leader that could not renew for this long steps down; shorter than the lease, so it stops first
+    (GPUBOT_LEADER_RENEW_DEADLINE_SECONDS)."""
+    retry_period_seconds: float = 8.0
+    """Between a candidate's tries, and between a leader's renewals (GPUBOT_LEADER_RETRY_SECONDS)."""
 
 
 @dataclass(frozen=True)
@@ -426,10 +430,24 @@ def _read_leader(env: _EnvReader) -> LeaderSettings:
     name = env.text("GPUBOT_LEADER_LEASE", "gpubot-leader")
     if len(name) > 253 or not all(labels.is_dns1123_label(part) for part in name.split(".")):
         env.problems.append(f"GPUBOT_LEADER_LEASE={name!r}: not a valid Lease name (like gpubot-leader)")
+    default = LeaderSettings(identity="")
+    lease = env.integer(
+        "GPUBOT_LEADER_LEASE_SECONDS", default.lease_duration_seconds, minimum=2, maximum=3600
+    )
+    deadline = env.number(
+        "GPUBOT_LEADER_RENEW_DEADLINE_SECONDS", default.renew_deadline_seconds, minimum=1, maximum=3600
+    )
+    retry = env.number("GPUBOT_LEADER_RETRY_SECONDS", default.retry_period_seconds, minimum=0.1, maximum=600)
+    timings = leadership.timing_problems(lease_duration=lease, renew_deadline=deadline, retry_period=retry)
+    for problem in timings:
+        env.problems.append(f"GPUBOT_LEADER_*_SECONDS: {problem}")
     return LeaderSettings(
         enabled=env.flag("GPUBOT_LEADER_ELECTION", True),
         lease_name=name,
         identity=env.text("POD_NAME") or default_identity(),
+        lease_duration_seconds=lease,
+        renew_deadline_seconds=deadline,
+        retry_period_seconds=retry,
     )
 
 

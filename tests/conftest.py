@@ -13,11 +13,8 @@ from kubernetes import client
 from bot import app, cli_demo
 from bot.adapters import store
 from sim.cluster import world
-from sim.slack.emulator import SlackConfig
-from sim.slack.ratelimits import RateLimitConfig
 from sim.slack.runner import BackgroundSlack
-from sim.slack.socket_mode import SocketModeConfig
-from tests.integration.botkit import bot_settings, running_bot
+from tests.integration.botkit import bot_settings, emulator_config, running_bot
 
 
 @pytest.fixture
@@ -70,10 +67,7 @@ def redis_url(redis_server: str) -> str:
 
 @pytest.fixture
 def slack(slack_env: None) -> Iterator[BackgroundSlack]:
-    config = SlackConfig(
-        rate_limits=RateLimitConfig(enabled=False), socket_mode=SocketModeConfig(ack_timeout=3.0)
-    )
-    with BackgroundSlack(config) as running:
+    with BackgroundSlack(emulator_config()) as running:
         yield running
 
 

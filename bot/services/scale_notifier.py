@@ -12,10 +12,11 @@ open episode's message, which a replica started mid-episode (it sees a resumed e
 takes over instead of leaving it at its last state and posting another.
 
 `tick` (the leader's timer) asks why a pool is still up well after gpubot's last workload on it left.
-Which gpubot pods are where comes from `Cluster.list_workloads()` at tick time, and only while an episode
-has nodes up: the informers feeding this notifier carry events and nodes, not pods, and an event stream
-cannot tell when a pod's container simply exited. The pods on the pool's nodes and the autoscaler's status
-are read only once that wait is over, and the answer edits the episode's message once.
+Which gpubot pods are where comes from `held_workloads` at tick time (the tracker's pod informer, so a
+tick costs the API nothing), and only while an episode has nodes up: the event and node callbacks feeding
+this notifier cannot tell when a pod's container simply exited. The pods on the pool's nodes (anyone's)
+and the autoscaler's status are read only once that wait is over, and the answer edits the episode's
+message once.
 """
 
 from __future__ import annotations
@@ -58,12 +59,14 @@ class ScaleNotifier:
         store: ports.Store | None = None,
         live: bool = True,
         cluster: ports.Cluster | None = None,
+        held_workloads: Callable[[], Iterable[workloads.Workload]] | None = None,
         drain_expected_minutes: float = drain.DRAIN_EXPECTED.total_seconds() / 60,
     ) -> None:
         """`prices`: the profiles whose `price_per_hour` costs an episode, matched to pools by node labels.
 
-        `cluster`: where `tick` looks when a pool is still up `drain_expected_minutes` after gpubot's last
-        workload on it left; without one, `tick` does nothing."""
+        `held_workloads`: gpubot's pods now, as the informers hold them; `cluster`: where `tick` looks when
+        a pool is still up `drain_expected_minutes` after the last of them on it left. Without both,
+        `tick` does nothing."""
         self._chat = chat_port
         self._channel = channel
         self._profiles = tuple(prices)
@@ -76,6 +79,7 @@ class ScaleNotifier:
         self._store = store
         self._live = live
         self._cluster = cluster
+        self._held_workloads = held_workloads
         self._drain_expected = timedelta(minutes=drain_expected_minutes)
         self._nodes: dict[str, drain.NodeFacts] = {}
         """Each pool node's labels and annotations as the node informer last delivered them."""
@@ -138,8 +142,8 @@ class ScaleNotifier:
     # -- the drain check ---------------------------------------------------------------------------
     def tick(self) -> None:
         """Timer, on the leader: a pool still up well after gpubot's last workload left is told why."""
-        cluster = self._cluster
-        if cluster is None or not self._live:
+        cluster, held_workloads = self._cluster, self._held_workloads
+        if cluster is None or held_workloads is None or not self._live:
             return
         with self._lock:
             watched = {
@@ -152,11 +156,7 @@ class ScaleNotifier:
                 self._why.pop(done, None)
         if not watched:
             return
-        try:
-            held = cluster.list_workloads()
-        except errors.GpubotError as err:
-            logger.warning("cannot list gpubot's pods for the drain check: %s", err)
-            return
+        held = list(held_workloads())
         now = self._clock()
         for key, (pool, nodes) in watched.items():
             self._check_drain(cluster, key, pool, nodes, held=held, now=now)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -19,13 +18,10 @@ from hypothesis import given
 from bot import app
 from bot.core import labels, models, podspec
 from sim.cluster import world
-from sim.slack.emulator import SlackConfig
-from sim.slack.ratelimits import RateLimitConfig
 from sim.slack.runner import BackgroundSlack
-from sim.slack.socket_mode import SocketModeConfig
 from sim.slack.transcript import User
 from tests.hostile import fuzzing, hostile_text, kube_rules
-from tests.integration.botkit import CUDA, WAIT, bot_settings, gpubot_pods, running_bot
+from tests.integration.botkit import CUDA, WAIT, emulator_config, gpubot_pods
 
 HOSTILE_USERS = (
     User("U0MARKUP1", "<!channel> &amp; <@U_ADMIN> <http://evil.example|click>"),
@@ -41,20 +37,7 @@ NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 @pytest.fixture
 def slack(slack_env: None) -> Iterator[BackgroundSlack]:
-    config = SlackConfig(
-        users=HOSTILE_USERS,
-        rate_limits=RateLimitConfig(enabled=False),
-        socket_mode=SocketModeConfig(ack_timeout=3.0),
-    )
-    with BackgroundSlack(config) as running:
-        yield running
-
-
-@pytest.fixture
-def bot(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
-) -> Iterator[app.Bot]:
-    with running_bot(bot_settings(sim, slack, tmp_path, redis_url), slack) as running:
+    with BackgroundSlack(emulator_config(HOSTILE_USERS)) as running:
         yield running
 
 

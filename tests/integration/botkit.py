@@ -17,13 +17,24 @@ from slack_bolt.adapter.socket_mode import SocketModeHandler
 from bot import app, settings
 from bot.core import labels
 from sim.cluster import world
+from sim.slack.emulator import SlackConfig
+from sim.slack.ratelimits import RateLimitConfig
 from sim.slack.runner import BackgroundSlack
+from sim.slack.socket_mode import SocketModeConfig
+from sim.slack.transcript import DEFAULT_USERS, User
 
 CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 RUN = f"run {CUDA} -- sleep 3600"
 WAIT = 10.0
 """Real seconds to wait for the bot; only reached when something is broken."""
 Json = dict[str, Any]
+
+
+def emulator_config(users: tuple[User, ...] = DEFAULT_USERS) -> SlackConfig:
+    """The emulator as the bot tests use it: Slack's 3 s ack deadline kept, its rate limits off."""
+    return SlackConfig(
+        users=users, rate_limits=RateLimitConfig(enabled=False), socket_mode=SocketModeConfig(ack_timeout=3.0)
+    )
 
 
 def bot_settings(

@@ -26,7 +26,14 @@ NS = "default"
 LEASE = "gpubot-leader"
 WAIT = 10.0
 """Real seconds to wait for an elector; only reached when something is broken."""
-FAST = LeaderSettings(lease_name=LEASE, identity="", retry_period_seconds=0.05)
+FAST = LeaderSettings(
+    lease_name=LEASE,
+    identity="",
+    lease_duration_seconds=15,
+    renew_deadline_seconds=10,
+    retry_period_seconds=0.05,
+)
+"""client-go's usual lease and deadline, the steps that fast so the tests wait on simulated time only."""
 MICRO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 

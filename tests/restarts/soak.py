@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 
 from bot import app, cli_demo, settings
@@ -74,6 +73,15 @@ SAID = {
     "cleaned up": ":broom: Cleaned up",
 }
 """The words of each reaper act and release in a thread, to count them."""
+ENDED_BY = {
+    "release": {"released"},
+    "expire": {"reminded", "nudged", "expired"},
+    "idle": {"idle-warned", "idle-released"},
+    "fail": {"cleaned up"},
+    "succeed": {"cleaned up"},
+    "bad-image": {"reminded", "nudged", "expired"},
+}
+"""What each planned ending must have said in its workload's thread."""
 STEP_WAIT = 30.0
 """Real seconds one clock step may take the bot to catch up before the soak gives up on it."""
 
@@ -157,6 +165,8 @@ class Figures:
     """Thread replies that say how workloads ended, by what they say."""
     repeated: int = 0
     """Threads where one of those was said more than once: each must happen once."""
+    unsaid: list[str] = field(default_factory=list)
+    """Workloads whose thread lacks a reply its planned ending must bring, as `name: missing words`."""
     max_live: int = 0
 
     def lines(self) -> list[str]:
@@ -174,6 +184,7 @@ class Figures:
             ("planned endings", str(dict(self.endings))),
             ("said in threads", str(dict(self.seen))),
             ("said twice in a thread", str(self.repeated)),
+            ("ending left unsaid", f"{len(self.unsaid)} {self.unsaid[:5] if self.unsaid else ''}".strip()),
         ]
         return [f"{label:<22}{value}" for label, value in rows]
 
@@ -187,6 +198,7 @@ class Figures:
             and self.threads == self.workloads
             and not self.threads_open
             and not self.repeated
+            and not self.unsaid
         )
 
 
@@ -337,25 +349,44 @@ class Soak:
         figures.threads = len(self._roots())
         figures.threads_open = len(self._open_threads())
         figures.endings = Counter(p.kind for p in planned)
-        figures.seen, figures.repeated = self._said()
+        figures.seen, figures.repeated, said_in = self._said()
+        for p in planned:
+            ts = self.pods.created.get(p.name, "")
+            missing = ENDED_BY[p.kind] - said_in.get(ts, set())
+            if missing:
+                figures.unsaid.append(f"{p.name} ({p.kind}): {', '.join(sorted(missing))}")
+                if len(figures.unsaid) <= 3:  # what the thread did say, to see which way it went
+                    print(f"{p.name}'s thread: {self._thread_said(ts)}", file=sys.stderr, flush=True)
         return figures
 
-    def _said(self) -> tuple[Counter[str], int]:
-        def read() -> list[tuple[str, str]]:
+    def _thread_said(self, ts: str) -> list[str]:
+        def read() -> list[str]:
+            found = [m for m in self.slack.emulator.workspace.messages.values() if ts and m.thread_ts == ts]
+            return [m.text[:120] for m in found]
+
+        return self.slack.run(read)
+
+    def _said(self) -> tuple[Counter[str], int, dict[str, set[str]]]:
+        """How often each act was said, in how many threads one was said twice, and what each thread
+        (by its root's ts) said."""
+
+        def read() -> list[tuple[str, str, str]]:
             return [
-                (f"{m.channel}/{m.thread_ts}", m.text)
+                (f"{m.channel}/{m.thread_ts}", m.thread_ts, m.text)
                 for m in self.slack.emulator.workspace.messages.values()
                 if m.bot_id and m.thread_ts and m.channel.startswith("C_S")
             ]
 
         total: Counter[str] = Counter()
         per_thread: Counter[tuple[str, str]] = Counter()
-        for thread, text in self.slack.run(read):
+        said_in: dict[str, set[str]] = {}
+        for thread, ts, text in self.slack.run(read):
             for what, words in SAID.items():
                 if text.startswith(words) or words in text[:40]:
                     total[what] += 1
                     per_thread[(thread, what)] += 1
-        return total, sum(1 for count in per_thread.values() if count > 1)
+                    said_in.setdefault(ts, set()).add(what)
+        return total, sum(1 for count in per_thread.values() if count > 1), said_in
 
 
 # -- the environment -------------------------------------------------------------------------------
@@ -372,18 +403,10 @@ def slack_config(config: SoakConfig) -> SlackConfig:
 def bot_settings(
     sim: world.BackgroundWorld, slack: BackgroundSlack, tmp: Path, redis_url: str
 ) -> settings.Settings:
-    kubeconfig = tmp / "kubeconfig.yaml"
-    kubeconfig.write_text(yaml.safe_dump(sim.world.kubeconfig()))
-    return settings.Settings(
-        slack=settings.SlackSettings(
-            bot_token=slack.bot_token,
-            app_token=slack.app_token,
-            api_base_url=slack.api_url,
-            scale_channel=OPS,
-        ),
-        cluster=settings.ClusterSettings(kubeconfig=str(kubeconfig)),
+    """The demo's bot, with a quota no soak user reaches, a quick idle rule and one replica."""
+    return dataclasses.replace(
+        cli_demo.bot_settings(sim, slack, tmp, redis_url),
         quota=settings.QuotaSettings(max_gpus_per_user=1024),
-        redis=settings.RedisSettings(url=redis_url),
         reaper=settings.ReaperSettings(
             prometheus_url=sim.url,
             idle_window_minutes=2.0,
@@ -409,16 +432,11 @@ def environment(config: SoakConfig) -> Iterator[Soak]:
                 POOL, enabled=True, min_size=0, max_size=config.max_nodes
             )
         )
-        bot = app.build(
-            bot_settings(sim, slack, Path(tmp), redis_server.url),
-            clock=sim.world.clock.datetime,
-            outbox_settings=UNLIMITED,
-        )
+        wiring = bot_settings(sim, slack, Path(tmp), redis_server.url)
+        bot = app.build(wiring, clock=sim.world.clock.datetime, outbox_settings=UNLIMITED)
         bot.reap_seconds = bot.tick_seconds = NEVER
         bot.start(sync_timeout=30)
-        handler = SocketModeHandler(
-            bot.app, bot_settings(sim, slack, Path(tmp), redis_server.url).slack.app_token
-        )
+        handler = SocketModeHandler(bot.app, wiring.slack.app_token)
         handler.connect()  # type: ignore[no-untyped-call]
         slack.wait_for_connections(1, timeout=30)
         try:

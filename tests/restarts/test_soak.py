@@ -16,6 +16,7 @@ def test_fifty_workloads_leave_no_pod_no_node_and_no_open_thread() -> None:
     assert figures.pods_created == figures.threads == 50, shown
     assert figures.duplicate_pods == figures.orphaned_pods == figures.pool_nodes == 0, shown
     assert figures.threads_open == 0 and figures.repeated == 0, shown
+    assert not figures.unsaid, shown  # every thread said its own ending
     planned = figures.endings
     assert figures.seen["released"] == planned["release"], shown
     assert figures.seen["expired"] == planned["expire"] + planned["bad-image"], shown

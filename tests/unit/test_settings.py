@@ -256,12 +256,23 @@ def test_leader_election_settings() -> None:
     default = settings.Settings.from_env(SOCKET_ENV).leader
     assert default.lease_name == "gpubot-leader" and default.identity == settings.default_identity()
     timings = (default.lease_duration_seconds, default.renew_deadline_seconds, default.retry_period_seconds)
-    assert timings == (15, 10, 2)
+    assert timings == (30, 20, 8)
     env = {**SOCKET_ENV, "GPUBOT_LEADER_LEASE": "ml.gpubot", "POD_NAME": "gpubot-7c9"}
     named = settings.Settings.from_env(env).leader
     assert (named.lease_name, named.identity) == ("ml.gpubot", "gpubot-7c9")
     with pytest.raises(settings.SettingsError, match="GPUBOT_LEADER_LEASE='Bad_Name': not a valid Lease"):
         settings.Settings.from_env({**SOCKET_ENV, "GPUBOT_LEADER_LEASE": "Bad_Name"})
+
+
+def test_leader_timings_come_from_the_env_and_must_work_together() -> None:
+    env = {**SOCKET_ENV, "GPUBOT_LEADER_LEASE_SECONDS": "15", "GPUBOT_LEADER_RENEW_DEADLINE_SECONDS": "10"}
+    fast = settings.Settings.from_env({**env, "GPUBOT_LEADER_RETRY_SECONDS": "2"}).leader
+    timings = (fast.lease_duration_seconds, fast.renew_deadline_seconds, fast.retry_period_seconds)
+    assert timings == (15, 10, 2)
+    with pytest.raises(settings.SettingsError, match=r"renew deadline \(10 s\) must be more than 1.2 x"):
+        settings.Settings.from_env({**env, "GPUBOT_LEADER_RETRY_SECONDS": "9"})
+    with pytest.raises(settings.SettingsError, match="GPUBOT_LEADER_LEASE_SECONDS='soon': expected a whole"):
+        settings.Settings.from_env({**SOCKET_ENV, "GPUBOT_LEADER_LEASE_SECONDS": "soon"})
 
 
 def test_warm_schedules_from_the_environment() -> None:
