@@ -139,8 +139,10 @@ def test_two_replicas_speak_once_and_the_follower_takes_over(
     sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
 ) -> None:
     config = bot_settings(sim, slack, tmp_path, redis_url)
-    one = dataclasses.replace(config, leader=dataclasses.replace(config.leader, identity="gpubot-a"))
-    two = dataclasses.replace(config, leader=dataclasses.replace(config.leader, identity="gpubot-b"))
+    # Candidates retry every 0.5 s, not the default 8 s: this is about who speaks, not how soon after.
+    quick = dataclasses.replace(config.leader, retry_period_seconds=0.5)
+    one = dataclasses.replace(config, leader=dataclasses.replace(quick, identity="gpubot-a"))
+    two = dataclasses.replace(config, leader=dataclasses.replace(quick, identity="gpubot-b"))
     with running_bot(one, slack) as first:
         slack.wait_until(lambda: first.leading, timeout=WAIT)
         with running_bot(two, slack) as second:
