@@ -41,7 +41,8 @@ from sim.slack.runner import BackgroundSlack
 from sim.slack.transcript import User
 
 Json = dict[str, Any]
-OPS = "C_OPS"
+OPS = cli_demo.OPS_CHANNEL
+"""The scale channel: the demo settings these build on post there."""
 WAIT = 30.0
 """Real seconds the bot may take to answer one thing; reached only when something is broken."""
 NEVER = 10**6

@@ -361,6 +361,7 @@ def build(
         process_before_response=True,
     )
     handlers.register(app, services)
+    tracked = reaper.live_from(services.tracker.threads)  # gpubot's pods as the informers hold them
     scales = None
     if slack.scale_channel:
         scales = scale_notifier.ScaleNotifier(
@@ -372,7 +373,7 @@ def build(
             store=kept,
             live=False,
             cluster=cluster,
-            held_workloads=reaper.live_from(services.tracker.threads),
+            held_workloads=tracked,
             drain_expected_minutes=settings.reaper.drain_expected_minutes,
         )
     bot = Bot(
@@ -391,7 +392,7 @@ def build(
         chat,
         settings.reaper_policy(),
         namespace=settings.cluster.namespace,
-        live_workloads=reaper.live_from(services.tracker.threads),
+        live_workloads=tracked,
         clock=clock,
         store=kept,
         metrics=_metrics(settings),

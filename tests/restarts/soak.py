@@ -44,7 +44,8 @@ from tests.restarts import ledger, processes
 CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 BAD_IMAGE = "nvcr.io/notfound/trainer:1"
 POOL = "gpu-pool"
-OPS = "C_OPS"
+OPS = cli_demo.OPS_CHANNEL
+"""The scale channel: the demo settings these build on post there."""
 KINDS = {
     "release": 0.35,
     "expire": 0.20,
