@@ -74,8 +74,9 @@ def start(sim: world.BackgroundWorld, slack: BackgroundSlack, user: str, name: s
     """`user` runs a one-GPU workload called `name`; its thread root, once the pod exists."""
     delivery = slack.type_command(user, "C_GPU", "/gpu", f"run {CUDA} --name {name} -- sleep 3600")
     assert delivery.acked and "Requesting" in (delivery.ack_payload or {}).get("text", "")
-    slack.wait_until(lambda: pod_named(sim, name) and len(roots(slack)) > 0, timeout=WAIT)
-    root = next(r for r in roots(slack) if name in r["text"] or name in str(r["blocks"]))
+    naming = lambda: [r for r in roots(slack) if name in r["text"] or name in str(r["blocks"])]  # noqa: E731
+    slack.wait_until(lambda: pod_named(sim, name) and naming(), timeout=WAIT)
+    (root,) = naming()
     slack.wait_until(lambda: has_button(slack, root["ts"], RELEASE_BUTTON), timeout=WAIT)
     return root
 
