@@ -26,7 +26,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from bot.adapters import kube_retry
-from bot.core import doctor_autoscaler, doctor_facts, errors, labels, lifecycle, ports, workloads
+from bot.core import backoff, doctor_autoscaler, doctor_facts, errors, labels, lifecycle, ports, workloads
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +36,9 @@ AUTOSCALER_STATUS = ("kube-system", "cluster-autoscaler-status")
 AUTOSCALER_STATUS_KEY = "status"
 AUTOSCALER_LAST_UPDATED = "cluster-autoscaler.kubernetes.io/last-updated"
 LIST_PAGE = 500
+"""Objects per list page: large event lists arrive in chunks instead of one huge response."""
 MERGE_PATCH = "application/merge-patch+json"
 """RFC 7386, named explicitly: the v37 client would otherwise label a dict body as a JSON Patch."""
-"""Objects per list page: large event lists arrive in chunks instead of one huge response."""
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,7 @@ class Informer:
         self._stopping.set()
         with self._lock:
             if self._response is not None:
-                self._response.shutdown()
+                shut_stream(self._response)
 
     def join(self, timeout: float) -> bool:
         self._thread.join(timeout)
@@ -276,8 +276,8 @@ class Informer:
         logger.debug("%s informer stopped", self.source.kind)
 
     def _pause(self, failures: int, err: Exception) -> None:
-        delay = min(
-            self.settings.backoff_initial_seconds * 2 ** (failures - 1), self.settings.backoff_max_seconds
+        delay = backoff.exponential(
+            self.settings.backoff_initial_seconds, self.settings.backoff_max_seconds, failures
         )
         if isinstance(err, errors.RateLimited):
             delay = max(delay, err.retry_after)
@@ -298,7 +298,7 @@ class Informer:
             self._response = response
             self._failures = 0
             if self._stopping.is_set():
-                response.shutdown()
+                shut_stream(response)
         return response
 
     def _release(self, response: Any) -> None:
@@ -380,6 +380,15 @@ class Informer:
             self.callback(change, obj)
         except Exception:
             logger.exception("%s callback failed on %s %s", self.source.kind, change, key)
+
+
+def shut_stream(response: Any) -> None:
+    """End a stream from another thread. One the server already closed (or that was released) has no socket
+    left to shut: urllib3 then raises, and stopping must go on to the other informers regardless."""
+    try:
+        response.shutdown()
+    except (OSError, RuntimeError, ValueError) as err:
+        logger.debug("stream already closed (%s)", err)
 
 
 def _lines(response: Any) -> Iterator[str]:

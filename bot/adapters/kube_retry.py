@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from kubernetes import client
 
-from bot.core import errors
+from bot.core import backoff, errors
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +46,10 @@ class RequestSettings:
 
 def delay(settings: RequestSettings, failures: int, err: errors.GpubotError) -> float:
     """Seconds to wait after `failures` failed attempts; a 429's Retry-After is honoured."""
-    backoff = min(settings.backoff_initial_seconds * 2.0 ** (failures - 1), settings.backoff_max_seconds)
+    wait = backoff.exponential(settings.backoff_initial_seconds, settings.backoff_max_seconds, failures)
     if isinstance(err, errors.RateLimited):
-        return max(backoff, err.retry_after)
-    return backoff
+        return max(wait, err.retry_after)
+    return wait
 
 
 def call(

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.core import errors
+from bot.core import backoff, errors
 
 logger = logging.getLogger(__name__)
 
@@ -404,9 +404,8 @@ class SlackOutbox:
             self._bucket(*self._bucket_key(job)).pause(now + retry_after)
             delay = retry_after
         else:
-            delay = min(
-                self._settings.backoff_max_seconds,
-                self._settings.backoff_initial_seconds * 2 ** (job.failures - 1),
+            delay = backoff.exponential(
+                self._settings.backoff_initial_seconds, self._settings.backoff_max_seconds, job.failures
             )
             self._lane_paused_until[job.lane] = now + delay
         level = logging.WARNING if job.failures % 5 == 0 else logging.INFO

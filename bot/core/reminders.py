@@ -74,6 +74,15 @@ def message(
     return notices.Reminder(text, key)
 
 
+def removed_outside(workload: workloads.Workload) -> str:
+    """A finished pod deleted by neither its owner nor the reaper: a node scale-down takes finished pods with
+    the node, and anyone with cluster access may delete one. Said so its thread does not stop at "Failed"."""
+    return (
+        f":broom: Cleaned up by the cluster: the finished pod {_what(workload)} was deleted outside gpubot "
+        f"(a scale-down takes finished pods with their node). {rerun(workload)}"
+    )
+
+
 def dry_run(act: Act, workload: workloads.Workload) -> str:
     return f":test_tube: Dry run: the reaper would {act.value.replace('-', ' ')} `{workload.name}` now."
 

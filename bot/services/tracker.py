@@ -22,11 +22,12 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.core import costs, explain, lifecycle, notices, podspec, ports, provisioning, workloads
+from bot.core import costs, explain, lifecycle, notices, podspec, ports, provisioning, reminders, workloads
 from bot.services import chat, status
 
 logger = logging.getLogger(__name__)
 
+FINISHED = (lifecycle.Outcome.SUCCEEDED, lifecycle.Outcome.FAILED)
 MAX_ORPHAN_PODS = 500
 MAX_ORPHAN_EVENTS = 50
 """Events that arrive before their pod are kept this long (pods, events each), then the oldest go."""
@@ -152,6 +153,7 @@ class Tracker:
             self._apply(workload.key, replace(thread, workload=workload), [seen])
             if change == ports.DELETED:
                 ended = self._threads.pop(workload.key)
+                self._tell_removed(ended)
                 self._follow_drain(ended)
                 if not self._live:  # a follower: the leader's last edit of it may never arrive
                     self._remember_ended(workload.key, ended)
@@ -296,6 +298,21 @@ class Tracker:
             self._store.add_amount(costs.spend_key(workload.owner_id, day), cost.dollars, costs.SPEND_SECONDS)
         if workload.channel and workload.thread_ts:
             self._chat.reply(workload.channel, workload.thread_ts, notices.Reply(costs.cost_text(cost)))
+
+    def _tell_removed(self, thread: status.Thread) -> None:
+        """A finished pod went with no release or reap recorded on it (nor one being told): say who did."""
+        workload = thread.workload
+        if (
+            not self._live
+            or thread.progress.outcome not in FINISHED
+            or podspec.delete_recorded(workload.audit)
+            or workload.marks.telling_since is not None
+            or not (workload.channel and workload.thread_ts)
+        ):
+            return
+        self._chat.reply(
+            workload.channel, workload.thread_ts, notices.Reply(reminders.removed_outside(workload))
+        )
 
     # -- history -------------------------------------------------------------------------------------
     def _usual(self, pool: str) -> provisioning.Usual | None:

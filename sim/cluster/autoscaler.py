@@ -14,7 +14,7 @@ import yaml
 
 from sim.clock import Clock
 from sim.cluster import events, fit, messages, nodes, pools
-from sim.cluster.config import Faults, Timings
+from sim.cluster.config import Faults, Timings, doubling
 from sim.cluster.scheduler import unschedulable_condition
 from sim.cluster.store import Obj, Store, rfc3339
 
@@ -212,7 +212,7 @@ class Autoscaler:
     def _fail_group(self, pool: pools.NodePool, code: str, message: str) -> None:
         state = self.state(pool.name)
         state.backoff_count += 1
-        wait = min(self.timings.backoff_initial * 2 ** (state.backoff_count - 1), self.timings.backoff_max)
+        wait = doubling(self.timings.backoff_initial, self.timings.backoff_max, state.backoff_count - 1)
         state.backoff_until = self.now() + wait
         state.backoff_reason = (code, message)
 

@@ -8,6 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+def doubling(initial: float, maximum: float, count: int) -> float:
+    """A back-off: `initial` doubling `count` times, capped at `maximum`. The exponent stops at 30 (past any
+    cap) so a crash loop that runs for simulated weeks never computes 2**1024, which overflows a float."""
+    return min(initial * float(2 ** min(max(count, 0), 30)), maximum)
+
+
 @dataclass
 class Timings:
     scan_interval: float = 10.0

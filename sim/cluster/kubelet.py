@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim.cluster import events, messages
-from sim.cluster.config import Timings
+from sim.cluster.config import Timings, doubling
 from sim.cluster.store import Change, Obj, Store, rfc3339
 
 logger = logging.getLogger(__name__)
@@ -252,8 +252,8 @@ class Kubelets:
         )
         self._event(current, "Warning", "Failed", messages.ERR_IMAGE_PULL)
         self._set_waiting(current, "ErrImagePull", f"failed to pull image {image!r}")
-        backoff = min(
-            self.timings.crash_backoff_initial * 2 ** (run.pull_failures - 1), self.timings.crash_backoff_max
+        backoff = doubling(
+            self.timings.crash_backoff_initial, self.timings.crash_backoff_max, run.pull_failures - 1
         )
 
         def back_off() -> None:
@@ -352,8 +352,8 @@ class Kubelets:
         run.crashes += 1
         backoff = 0.0
         if run.crashes > 1:
-            backoff = min(
-                self.timings.crash_backoff_initial * 2 ** (run.crashes - 2), self.timings.crash_backoff_max
+            backoff = doubling(
+                self.timings.crash_backoff_initial, self.timings.crash_backoff_max, run.crashes - 2
             )
         name = current["spec"]["containers"][0]["name"]
         meta = current["metadata"]

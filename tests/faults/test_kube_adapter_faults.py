@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import urllib3
 import yaml
 
 from bot.adapters import kube, kube_retry
@@ -165,6 +166,22 @@ def test_resuming_from_before_a_compaction_gets_410_and_relists(
     version = sim.run(cut_change_and_compact)
     deliveries.wait_for_version(name, version)
     assert cluster.informers[0].relists == 1 and max(deliveries.seen.values()) == 1
+
+
+def test_stopping_a_stream_the_server_already_ended_is_quiet(sim: world.BackgroundWorld) -> None:
+    """`stop()` races the end of a watch: the response may already be released, or closed (its socket then
+    gone: CI once saw EBADF). urllib3 raises on shutting either; `shut_stream` must not, or stopping would
+    skip the remaining informers and leave them retrying forever."""
+    pool = urllib3.PoolManager()
+    released = pool.request("GET", f"{sim.url}/version", preload_content=False)
+    released.read()
+    released.release_conn()
+    closed = pool.request("GET", f"{sim.url}/version", preload_content=False)
+    closed.close()
+    for response in (released, closed):
+        with pytest.raises((OSError, RuntimeError, ValueError)):
+            response.shutdown()
+        kube.shut_stream(response)
 
 
 # -- calls ------------------------------------------------------------------------------------------------

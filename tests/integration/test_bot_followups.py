@@ -16,6 +16,7 @@ from bot.core import costs, provisioning
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import (
+    CUDA,
     RUN,
     WAIT,
     advance_until,
@@ -137,6 +138,25 @@ def test_a_released_thread_says_when_its_pool_drained_to_zero(
     assert drained.startswith(f"Pool {POOL} ") and took, drained
     idle_limit = sim.world.timings.scale_down_unneeded  # the autoscaler waits this long on an empty node
     assert idle_limit <= int(took[1] or 0) * 60 + int(took[2]) < idle_limit + 120, drained
+
+
+def test_a_finished_pod_taken_by_a_scale_down_is_said_in_its_thread(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
+) -> None:
+    """The autoscaler removes a node whose only pod has ended, and the pod with it, long before the reaper's
+    retention is up: the thread must say where the pod went instead of stopping at "Failed"."""
+    config = bot_settings(sim, slack, tmp_path, redis_url)
+    with running_bot(config, slack, clock=sim.world.clock.datetime):
+        slack.type_command("U_ALICE", "C_GPU", "/gpu", f"run {CUDA} -- false")
+        slack.wait_until(lambda: gpubot_pods(sim) and roots(slack), timeout=WAIT)
+        root = the_root(slack)
+        advance_until(sim, slack, headline_is(slack, "Failed"), limit=1800, stride=10)
+        cleaned = lambda: [r for r in replies(slack, root) if "Cleaned up by the cluster" in r]  # noqa: E731
+        advance_until(sim, slack, cleaned, limit=1800, stride=30)
+        (said,) = slack.wait_until(cleaned, timeout=WAIT)
+    assert not gpubot_pods(sim)
+    assert "was deleted outside gpubot" in said and f"run {CUDA}" in said, said
+    assert not [r for r in replies(slack, root) if r.startswith(":broom: Cleaned up the finished pod")]
 
 
 def test_two_replicas_speak_once_and_the_follower_takes_over(
