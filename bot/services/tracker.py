@@ -27,7 +27,6 @@ from bot.services import chat, status
 
 logger = logging.getLogger(__name__)
 
-FINISHED = (lifecycle.Outcome.SUCCEEDED, lifecycle.Outcome.FAILED)
 MAX_ORPHAN_PODS = 500
 MAX_ORPHAN_EVENTS = 50
 """Events that arrive before their pod are kept this long (pods, events each), then the oldest go."""
@@ -304,7 +303,7 @@ class Tracker:
         workload = thread.workload
         if (
             not self._live
-            or thread.progress.outcome not in FINISHED
+            or workload.phase not in status.FINISHED_PHASES
             or podspec.delete_recorded(workload.audit)
             or workload.marks.telling_since is not None
             or not (workload.channel and workload.thread_ts)
