@@ -29,9 +29,7 @@ SETUP_SECONDS = 900.0
 """Simulated seconds a growth may take (scale-up, boot, GPU plugin, image pull); reached only if stuck."""
 CATCH_UP_SECONDS = 300.0
 """Real seconds for the bot to see every pod Running after the sim has them; reached only if stuck."""
-SHUTDOWN_SECONDS = 2.0
-"""What is measured is measured by then: the bot's outbox need not drain its backlog before it goes."""
-SETTLE_SECONDS = 3.0
+SETTLE_SECONDS, QUICK_SETTLE_SECONDS = 3.0, 1.0
 """Real seconds between the bot catching up and a measurement, for in-flight work to finish."""
 
 
@@ -40,6 +38,7 @@ class Fleet:
     stage: rig.Stage
     bot: rig.BotProcess
     factory: workloads.Factory
+    settle_seconds: float = SETTLE_SECONDS
 
     @property
     def size(self) -> int:
@@ -65,7 +64,10 @@ class Fleet:
             what=f"the bot seeing {size} workloads Running",
             every=0.5,
         )
-        time.sleep(SETTLE_SECONDS)
+        self.settle()
+
+    def settle(self) -> None:
+        time.sleep(self.settle_seconds)
 
     def running(self) -> int:
         def count() -> int:
@@ -87,8 +89,9 @@ class Fleet:
 
 
 @contextlib.contextmanager
-def fleet(max_size: int) -> Iterator[Fleet]:
-    """The stage with a GPU pool big enough for `max_size` workloads, and `gpubot serve` leading on it."""
+def fleet(max_size: int, *, quick: bool = False) -> Iterator[Fleet]:
+    """The stage with a GPU pool big enough for `max_size` workloads, and `gpubot serve` leading on it;
+    `quick` settles for a shorter while before each measurement."""
     config = SlackConfig(channels=workloads.channels(CHANNELS), rate_limits=RateLimitConfig(enabled=False))
     with rig.stage(world.WorldConfig(gpu_pool=False), config) as stage:
         pool = workloads.gpu_pool(
@@ -98,6 +101,7 @@ def fleet(max_size: int) -> Iterator[Fleet]:
         bot = rig.BotProcess(stage, GPUBOT_SCALE_CHANNEL="C_OPS")
         try:
             bot.start_and_wait(stage)
-            yield Fleet(stage, bot, workloads.Factory(stage.sim, stage.slack))
+            settle = QUICK_SETTLE_SECONDS if quick else SETTLE_SECONDS
+            yield Fleet(stage, bot, workloads.Factory(stage.sim, stage.slack), settle)
         finally:
-            bot.stop(timeout=SHUTDOWN_SECONDS)
+            bot.kill()  # what is measured is measured by then: its outbox's backlog need not drain

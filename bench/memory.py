@@ -10,8 +10,6 @@ holds the edits and replies a thousand new threads make (Slack paces them); they
 
 from __future__ import annotations
 
-import time
-
 from bench import figures, fleet
 from bench.figures import Figure, Goal, Report
 
@@ -21,8 +19,8 @@ GOAL = Goal("<", 120, "MiB")
 
 def run(quick: bool) -> Report:
     size = 10 if quick else 1000
-    with fleet.fleet(size) as crowd:
-        time.sleep(fleet.SETTLE_SECONDS)
+    with fleet.fleet(size, quick=quick) as crowd:
+        crowd.settle()
         idle = crowd.bot.memory()
         crowd.grow_to(size)
         tracking = crowd.bot.memory()
