@@ -200,6 +200,23 @@ def replay(cache: Mapping[str, Obj], listed: list[Obj]) -> list[tuple[str, Obj]]
     return changes
 
 
+def whole(obj: Obj) -> Obj:
+    """What an informer keeps of an object whose last state its DELETED callback needs: all of it but
+    `managedFields` (the server's field bookkeeping, often a third of a real object, read by nobody here)."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict) and "managedFields" in metadata:
+        return {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
+    return obj
+
+
+def identity(obj: Obj) -> Obj:
+    """What an informer keeps of an object whose listeners ignore its deletion (events): just enough for a
+    relist to tell new, changed and vanished objects apart, a few hundred bytes instead of a whole event."""
+    metadata = obj.get("metadata") or {}
+    kept = {k: metadata[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in metadata}
+    return {"kind": obj.get("kind", ""), "apiVersion": obj.get("apiVersion", ""), "metadata": kept}
+
+
 def stored_config(obj: Mapping[str, Any]) -> ports.StoredConfig:
     data = obj.get("data") or {}
     return ports.StoredConfig(data={str(k): str(v) for k, v in data.items()}, version=resource_version(obj))
@@ -218,6 +235,8 @@ class Source:
     args: tuple[str, ...] = ()
     label_selector: str | None = None
     field_selector: str | None = None
+    keep: Callable[[Obj], Obj] = whole
+    """What the informer's cache holds of each object (see `whole` and `identity`)."""
 
 
 class Informer:
@@ -375,7 +394,7 @@ class Informer:
         if change == ports.DELETED:
             self.cache.pop(key, None)
         else:
-            self.cache[key] = obj
+            self.cache[key] = self.source.keep(obj)
         try:
             self.callback(change, obj)
         except Exception:
@@ -684,7 +703,8 @@ class KubeCluster:
                 Source("Pod", self.core.list_namespaced_pod, (self.namespace,), labels.MANAGED_SELECTOR),
                 on_pod,
             ),
-            (Source("Event", self.core.list_namespaced_event, (self.namespace,)), on_event),
+            # Every listener ignores an event's deletion, so the cache keeps each event's identity only.
+            (Source("Event", self.core.list_namespaced_event, (self.namespace,), keep=identity), on_event),
             (Source("Node", self.core.list_node), on_node),
         )
         self.informers = [Informer(source, callback, self.informer_settings) for source, callback in sources]

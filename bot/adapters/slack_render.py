@@ -79,7 +79,8 @@ def render_thread_status(status: notices.ThreadStatus) -> Rendered:
     if status.outcome:
         blocks.append(section(f":checkered_flag: {escape(status.outcome)}", block_id="gpubot_outcome"))
     if status.lease_end:
-        blocks.append(context([f"lease ends {escape(status.lease_end)}"], block_id="gpubot_lease"))
+        left = f" (in {status.lease_left})" if status.lease_left else ""
+        blocks.append(context([f"lease ends {escape(status.lease_end + left)}"], block_id="gpubot_lease"))
     if status.buttons.any:
         blocks.append(actions(status))
     return Rendered(fallback(thread_fallback(status)), blocks)

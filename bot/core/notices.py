@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.core import explain
 
@@ -59,7 +59,9 @@ class ThreadStatus:
     outcome: str = ""
     """Set once the workload is over: "Completed (exit code 0)", "released by <owner>"."""
     lease_end: str = ""
-    """When the lease runs out, already formatted for people, e.g. "16:30 UTC (in 2h)"."""
+    """When the lease runs out, already formatted for people, e.g. "16:30 UTC"."""
+    lease_left: str = ""
+    """How long until then, e.g. "2h": a countdown, so a clock (see `without_clocks`)."""
     buttons: Buttons = Buttons()
     note: str = ""
     """A line of context under the steps, e.g. when the node is usually ready."""
@@ -68,6 +70,13 @@ class ThreadStatus:
     def workload(self) -> str:
         """`namespace/name`: what buttons carry back so a click names its workload."""
         return f"{self.namespace}/{self.name}"
+
+    def without_clocks(self) -> ThreadStatus:
+        """The status with its running clocks stopped (the current step's timer, the lease's countdown).
+        Two statuses that differ only in clocks are not worth an edit: each edit is a Slack call, and the
+        next real change brings the clocks up to date."""
+        steps = tuple(replace(s, elapsed="") if s.state is StepState.CURRENT else s for s in self.steps)
+        return replace(self, steps=steps, lease_left="")
 
 
 @dataclass(frozen=True)

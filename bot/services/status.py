@@ -101,16 +101,23 @@ def headline(thread: Thread) -> str:
     return "Requested: waiting for the scheduler"
 
 
+def lease_clock(lease_end: datetime) -> str:
+    return f"{lease_end.strftime('%H:%M')} UTC"
+
+
+def lease_left(lease_end: datetime, now: datetime) -> str:
+    return notices.format_elapsed((lease_end - now).total_seconds())
+
+
 def lease_text(lease_end: datetime | None, now: datetime) -> str:
     if lease_end is None:
         return ""
-    left = notices.format_elapsed((lease_end - now).total_seconds())
-    return f"{lease_end.strftime('%H:%M')} UTC (in {left})"
+    return f"{lease_clock(lease_end)} (in {lease_left(lease_end, now)})"
 
 
 def thread_status(thread: Thread, *, now: datetime, wall: datetime, note: str = "") -> notices.ThreadStatus:
     """The edited root message; `now` is the cluster's latest time (step timing), `wall` the lease clock."""
-    workload, over = thread.workload, thread.progress.outcome is not None
+    workload, over, lease = thread.workload, thread.progress.outcome is not None, thread.workload.lease_end
     return notices.ThreadStatus(
         namespace=workload.namespace,
         name=workload.name,
@@ -122,7 +129,8 @@ def thread_status(thread: Thread, *, now: datetime, wall: datetime, note: str = 
         steps=step_lines(thread, now),
         problem=None if over else thread.problem,
         outcome=thread.outcome_text if over else "",
-        lease_end="" if over else lease_text(workload.lease_end, wall),
+        lease_end="" if over or lease is None else lease_clock(lease),
+        lease_left="" if over or lease is None else lease_left(lease, wall),
         buttons=notices.Buttons(release=not over, extend=not over),
         note="" if over else note,
     )

@@ -263,10 +263,9 @@ class Tracker:
         if key not in self._learned and provisioning.measured(thread.progress) is not None:
             self._learn_duration(key, thread.progress)
         self._measure(thread.progress, milestones)
-        self._publish(key, thread, milestones)
         ended = next((m for m in milestones if m.outcome is not None), None)
-        if ended is not None:
-            self._tell_cost(thread, ended.at)
+        cost = self._settle_cost(thread, ended.at) if ended is not None else ""
+        self._publish(key, thread, milestones, ending=cost)
 
     def _measure(self, progress: lifecycle.Progress, milestones: list[lifecycle.Milestone]) -> None:
         """Only the live (leading) replica counts, and only news: a replay after a restart is not."""
@@ -279,8 +278,9 @@ class Tracker:
                 self._telemetry.observe_time_to_running((milestone.at - progress.created).total_seconds())
 
     # -- cost ----------------------------------------------------------------------------------------
-    def _tell_cost(self, thread: status.Thread, ended: datetime) -> None:
-        """A run is over: say what it cost in its thread, and add it to its owner's spend today."""
+    def _settle_cost(self, thread: status.Thread, ended: datetime) -> str:
+        """A run is over: add what it cost to its owner's spend today, and say it ("" if nothing to say).
+        Only the live (leading) replica counts it, so two replicas never add it twice."""
         workload = thread.workload
         known = self._nodes.get(thread.progress.node or workload.node)
         cost = costs.run_cost(
@@ -291,12 +291,11 @@ class Tracker:
             price_per_node_hour=self._prices.get(workload.profile),
         )
         if cost is None or not self._live:
-            return
+            return ""
         if self._store is not None and cost.dollars is not None:
             day = ended.strftime("%Y-%m-%d")
             self._store.add_amount(costs.spend_key(workload.owner_id, day), cost.dollars, costs.SPEND_SECONDS)
-        if workload.channel and workload.thread_ts:
-            self._chat.reply(workload.channel, workload.thread_ts, notices.Reply(costs.cost_text(cost)))
+        return costs.cost_text(cost)
 
     def _tell_removed(self, thread: status.Thread) -> None:
         """A finished pod went with no release or reap recorded on it (nor one being told): say who did."""
@@ -370,7 +369,11 @@ class Tracker:
             self._chat.reply(drain.channel, drain.thread_ts, notices.Reply(text))
 
     # -- telling -----------------------------------------------------------------------------------
-    def _publish(self, key: str, thread: status.Thread, milestones: list[lifecycle.Milestone]) -> None:
+    def _publish(
+        self, key: str, thread: status.Thread, milestones: list[lifecycle.Milestone], *, ending: str = ""
+    ) -> None:
+        """Edit the status message if more than its clocks moved, and reply at the moments worth one;
+        `ending` (what the run cost) joins the reply that says it is over, one message rather than two."""
         workload = thread.workload
         if not self._live or not workload.thread_ts or not workload.channel:
             return
@@ -378,11 +381,14 @@ class Tracker:
         shown = status.thread_status(
             thread, now=self._cluster_now or self._clock(), wall=self._clock(), note=note
         )
-        if self._shown.get(key) != shown:
+        before = self._shown.get(key)
+        if before is None or before.without_clocks() != shown.without_clocks():
             self._chat.update(workload.channel, workload.thread_ts, shown)
             self._shown[key] = shown
         for milestone in milestones:
             reply = status.milestone_reply(milestone)
+            if reply is not None and milestone.outcome is not None and ending:
+                reply, ending = notices.Reply(f"{reply.text} {ending}"), ""
             if reply is not None:
                 self._chat.reply(workload.channel, workload.thread_ts, reply)
 

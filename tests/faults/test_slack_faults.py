@@ -41,7 +41,9 @@ class Transcript:
 
 def every_thread_says(rig: Rig, words: str) -> bool:
     found = roots(rig.slack)
-    return len(found) == len(RUNS) and all(words in replies(rig.slack, root) for root in found)
+    return len(found) == len(RUNS) and all(
+        any(words in reply for reply in replies(rig.slack, root)) for root in found
+    )
 
 
 def has_roots(slack: BackgroundSlack, count: int) -> bool:

@@ -4,6 +4,8 @@ a node far later than usual, and a released workload's thread followed until its
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import json
 import re
 from pathlib import Path
 
@@ -123,7 +125,8 @@ def test_a_released_thread_says_when_its_pool_drained_to_zero(
         ]
         (spend,) = slack.wait_until(spend_line, timeout=WAIT)
     (drained,) = [r for r in replies(slack, root) if "drained to 0" in r]
-    (cost,) = [r for r in replies(slack, root) if r.startswith("This run held its GPU for")]
+    (cost,) = [r for r in replies(slack, root) if "This run held its GPU for" in r]
+    assert cost.startswith("The pod is gone; its GPU is back in the pool. This run held its GPU for"), cost
     assert re.search(r"GPU-hours, ≈ \$\d+\.\d\d\.$", cost), cost
     spent = store.RedisStore(redis.Redis.from_url(redis_url), prefix="gpubot:")
     # The sim's clock starts at the wall clock, so a run near midnight UTC may end on the next day.
@@ -182,3 +185,35 @@ def test_two_replicas_speak_once_and_the_follower_takes_over(
     said = replies(slack, root)
     assert len(roots(slack)) == 1 and len(gpubot_pods(sim)) == 1
     assert said.count("Running") == 1 and sum("Scale-up triggered" in r for r in said) == 1, said
+
+
+CLOCKS = (
+    re.compile(r"( · )\d+[hms][\dhms]*(?=\\n|\"|$)"),  # a step's timer (the current one's runs on)
+    re.compile(r" \(in [^)]*\)"),  # the lease's countdown
+)
+
+
+def without_clocks(update: dict[str, object]) -> str:
+    text = json.dumps(update.get("blocks"), ensure_ascii=False, sort_keys=True)
+    for clock in CLOCKS:
+        text = clock.sub("", text)
+    return text
+
+
+def test_the_status_message_is_edited_for_news_and_never_for_a_clock_alone(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+) -> None:
+    root = run_and_wait_for_thread(sim, slack)
+    advance_until(sim, slack, step_reached(slack, "Running"))
+    assert bot.outbox.flush(WAIT)
+    edits = [
+        without_clocks(c.params)
+        for c in slack.calls("chat.update")
+        if c.status == 200 and c.params.get("ts") == root["ts"]
+    ]
+    # The scheduler retries the pending pod and the autoscaler re-reports its scale-up while the node
+    # comes, each an event that moves the current step's timer; none of those is worth an edit.
+    assert all(before != after for before, after in itertools.pairwise(edits)), edits
+    headlines = [re.search(r'"\*([^*]+)\*', e).group(1) for e in edits]  # type: ignore[union-attr]
+    assert headlines[-1].startswith("Running on "), headlines
+    assert any(h.startswith("Scale-up triggered") for h in headlines), headlines

@@ -389,6 +389,51 @@ def test_a_pod_deleted_while_not_watching_is_reported_deleted(
     assert "Pod watch expired; relisting" in caplog.messages
 
 
+def test_the_event_cache_keeps_identities_and_a_relist_still_repeats_no_event(
+    sim: world.BackgroundWorld, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Events are the most numerous objects and nobody reads a deleted one, so their informer keeps only
+    what a relist needs to tell old from new; a relist after a 410 still delivers each change once."""
+    sim.run(lambda: sim.world.store.limit_history(2))
+    cluster = connect(sim, tmp_path, watch_timeout_seconds=5)
+    recorder = Recorder()
+    try:
+        name = cluster.create_pod(manifest()).name
+        recorder.start(cluster)
+        recorder.wait_for("an event about the pod", lambda seen: bool(reasons_about(seen, name)))
+        (events,) = [i for i in cluster.informers if i.source.kind == "Event"]
+        assert events.cache and all(
+            set(kept) == {"kind", "apiVersion", "metadata"} for kept in events.cache.values()
+        )
+        assert all(
+            set(kept["metadata"]) <= {"name", "namespace", "uid", "resourceVersion"}
+            for kept in events.cache.values()
+        )
+
+        def expire_the_watch() -> None:
+            sim.world.advance(10)  # the watch times out; its reconnection waits for this call to return
+            for i in range(5):  # enough unrelated changes that the resume version expires
+                sim.world.store.create(
+                    "configmaps", {"metadata": {"name": f"noise-{i}", "namespace": NAMESPACE}}
+                )
+
+        caplog.set_level(logging.INFO, logger=kube.__name__)
+        sim.run(expire_the_watch)
+        recorder.wait_for(
+            "the event watch relisted", lambda seen: "Event watch expired; relisting" in caplog.messages
+        )
+        relisted = len(recorder.of("event"))
+        sim.advance(60, step=10)  # the scheduler retries the pending pod: new event changes, in full
+        recorder.wait_for("a change after the relist", lambda seen: len(recorder.of("event")) > relisted)
+    finally:
+        cluster.stop()
+    delivered = [
+        (s.obj["metadata"]["uid"], s.obj["metadata"]["resourceVersion"]) for s in recorder.of("event")
+    ]
+    assert len(delivered) == len(set(delivered))  # the relist replayed nothing already delivered
+    assert all("reason" in s.obj and "involvedObject" in s.obj for s in recorder.of("event"))
+
+
 def test_stop_ends_every_informer_thread_and_allows_a_restart(cluster: kube.KubeCluster) -> None:
     Recorder().start(cluster)
     with pytest.raises(RuntimeError, match="already started"):

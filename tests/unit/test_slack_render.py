@@ -31,7 +31,8 @@ PROVISIONING = notices.ThreadStatus(
         notices.StepLine("node provisioning", CURRENT, "1m05s"),
         notices.StepLine("node Ready", PENDING),
     ),
-    lease_end="16:30 UTC (in 4h)",
+    lease_end="16:30 UTC",
+    lease_left="4h",
     buttons=notices.Buttons(release=True, extend=True),
 )
 STUCK = notices.ThreadStatus(
