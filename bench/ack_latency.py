@@ -51,7 +51,7 @@ def measure(stage: rig.Stage, app: rig.Process, count: int) -> list[float]:
         burst(stage, count, "help")  # warms what every later burst reuses: imports, worker threads
         deliveries = burst(stage, count, RUN)
     finally:
-        app.stop()
+        app.kill()  # measured by then: how it exits is no part of the figure
     rig.wait_for(lambda: stage.slack.connections() == 0, timeout=30, what="the app disconnecting")
     timeout = stage.slack.emulator.config.socket_mode.ack_timeout
     return [(d.ack_seconds if d.acked else timeout) * 1000 for d in deliveries]

@@ -66,8 +66,8 @@ def measure(crowd: fleet.Fleet, size: int, seconds: float) -> Load:
 
 def run(quick: bool) -> Report:
     # A full window holds whole Lease renewal periods (8 s), so the count is not a matter of where it
-    # falls; a quick one is half a period, and its count with the Lease is 0 or 1 renewal.
-    sizes, window = ((5, 20), 4.0) if quick else ((10, 100, 1000), 32.0)
+    # falls; a quick one is under half a period, and its count with the Lease is 0 or 1 renewal.
+    sizes, window = ((5, 20), 3.0) if quick else ((10, 100, 1000), 32.0)
     loads = []
     with fleet.fleet(max(sizes), quick=quick) as crowd:
         for size in sizes:

@@ -29,7 +29,7 @@ SETUP_SECONDS = 900.0
 """Simulated seconds a growth may take (scale-up, boot, GPU plugin, image pull); reached only if stuck."""
 CATCH_UP_SECONDS = 300.0
 """Real seconds for the bot to see every pod Running after the sim has them; reached only if stuck."""
-SETTLE_SECONDS, QUICK_SETTLE_SECONDS = 3.0, 1.0
+SETTLE_SECONDS, QUICK_SETTLE_SECONDS = 3.0, 0.5
 """Real seconds between the bot catching up and a measurement, for in-flight work to finish."""
 
 

@@ -443,6 +443,9 @@ def _metrics(settings: settings_module.Settings) -> metrics.PrometheusMetrics | 
     return metrics.PrometheusMetrics(found.prometheus_url, metric=found.gpu_metric)
 
 
+SOCKET_CLOSED = "Socket Mode connection closed: later commands go to the other replicas"
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -470,7 +473,11 @@ def serve(settings: settings_module.Settings, *, clock: Callable[[], datetime] =
             handler = SocketModeHandler(bot.app, settings.slack.app_token)
             handler.connect()  # type: ignore[no-untyped-call]
             bot.slack_connected = handler.client.is_connected
-            threading.Event().wait()
+            try:
+                threading.Event().wait()
+            finally:  # first: Slack sends later envelopes to the other replicas' connections
+                handler.close()  # type: ignore[no-untyped-call]
+                logger.info(SOCKET_CLOSED)
     except KeyboardInterrupt:
         logger.info("stopping")
     finally:

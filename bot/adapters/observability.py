@@ -140,12 +140,15 @@ class OutboxCollector(Collector):
         )
 
 
+SHUTDOWN_POLL_SECONDS = 0.05
+
+
 class ProbeServer:
     """A small threaded HTTP server: liveness, readiness, and the metrics."""
 
     def __init__(self, telemetry: Telemetry, ready: Readiness, *, host: str, port: int) -> None:
         self._http = _ProbeHTTPServer((host, port), telemetry, ready)
-        self._thread = threading.Thread(target=self._http.serve_forever, name="gpubot-probes", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="gpubot-probes", daemon=True)
 
     @property
     def port(self) -> int:
@@ -153,6 +156,11 @@ class ProbeServer:
 
     def start(self) -> None:
         self._thread.start()
+
+    def _serve(self) -> None:
+        # `shutdown` waits for the loop to look up, every `poll_interval` (0.5 s by default): a stopping
+        # bot, which stops this last, would spend most of its exit here.
+        self._http.serve_forever(poll_interval=SHUTDOWN_POLL_SECONDS)
 
     def stop(self) -> None:
         self._http.shutdown()
