@@ -41,13 +41,13 @@ PLOTS = {
 }
 MISSED = {
     "P1": (
-        "The bare Bolt app on the same emulator and Socket Mode stack acks a burst well under the goal, so "
-        "the stack is not the limit; what gpubot adds before each ack is its parse and answer, and around "
-        "it Bolt's lazy-listener hand-off and the slow halves already running (a pod created and a thread "
-        "root posted per command, on threads of the same process, holding the interpreter's lock). Not "
-        "profiled here. Meeting the goal would likely take the slow half out of the acking process (a "
-        "worker fed by a queue) or more connections (Slack spreads envelopes over an app's Socket Mode "
-        "connections)."
+        "Much of it is the harness, not the bot: the Slack emulator, which times each ack, runs in one "
+        "process (one interpreter lock) with the sim, so while a burst's slow halves create pods and post "
+        "thread roots, the emulator reads acks late; the bare Bolt app, which only acks, sets the "
+        "harness's floor in the same run (tens of ms on this machine, varying run to run). gpubot's own "
+        "work before an ack is its parse and answer; the rest of its gap is its slow halves holding the "
+        "same lock in its process. Meeting the goal would take the emulator in its own process, so the "
+        "figure is the bot's, and the slow half out of the acking process (a worker fed by a queue)."
     ),
     "P3": (
         "What the bot asks in steady state is the leader's Lease renewal, one write per retry period "
@@ -56,20 +56,26 @@ MISSED = {
         "longer retry period (and lease) cuts it further, at the cost of a slower takeover."
     ),
     "P4": (
-        "The baseline column is the same process before it tracks anything: the interpreter with the "
-        "official Kubernetes client (its models and pydantic), slack_bolt and slack_sdk, redis, APScheduler "
-        "and prometheus_client. What grows with workloads is held per workload: the informers keep whole "
-        "objects (each pod, and every event naming it, so a relist can be replayed), the tracker keeps "
-        "each thread's progress and last rendered status, and the outbox holds the edits and replies Slack "
-        "has not yet let through (each with its blocks). Meeting the goal needs informers that keep only "
-        "the fields the bot reads, queued calls kept serialised, and a smaller start (fewer imports in "
-        "`serve`)."
+        "The baseline column is the same process before it tracks anything, and most of it is imports: the "
+        "official Kubernetes client loads every one of its models with the package (importing "
+        "`kubernetes.client` alone takes a bare interpreter from about 11 to 56 MiB of peak RSS), then "
+        "slack_bolt and slack_sdk, redis, APScheduler and prometheus_client. That leaves about 20 KB per "
+        "workload under the goal. What grows with workloads: the pod informer keeps each pod (without "
+        "`managedFields`) for its DELETED replay, the events informer keeps only each event's identity "
+        "(nothing reads a deleted event), the tracker keeps each thread's progress and last "
+        "status, and the outbox holds the edits and replies Slack has not yet let through. Meeting the goal "
+        "would take a pod cache of only the fields the bot reads, queued calls kept serialised, and a "
+        "lighter Kubernetes client than the official one this project is built on."
     ),
     "P5": (
-        "Each lifecycle edits its thread root once per step of its checklist and replies at the moments "
-        "a person waits for (scale-up, node Ready, Running, released, gone, cost, pool drained). Eight "
-        "calls would mean editing the root only at some of the steps and folding the released, gone and "
-        "cost replies into one, so the thread follows the pod less closely."
+        "The thread follows the pod live: its root is edited once per step it reaches (requested, waiting "
+        "for a node, scale-up triggered, provisioning, Ready, scheduled, pulling, Running, released), never "
+        "for a clock alone, and it replies at the moments a person waits for (scale-up, node Ready, "
+        "Running, released, gone with what it cost, pool drained). The root and its step edits are more "
+        "than eight calls before any reply, so eight would mean a thread that skips steps. Steps that come "
+        "seconds apart in a real cluster are fewer calls than here: the outbox replaces a queued edit with "
+        "a newer one, which the bench's stepped clock (each step answered before the next) never lets "
+        "happen."
     ),
 }
 
@@ -162,7 +168,7 @@ def render(
         "## Reproducing",
         "",
         "`make bench` runs every measure (minutes on 2 cores) and rewrites this page and `docs/bench/`;",
-        "`make bench-quick` runs them at small sizes in under a minute or so, into `build/bench-quick/`.",
+        "`make bench-quick` runs them at small sizes in under a minute, into `build/bench-quick/`.",
         "One measure alone: `.venv/bin/python -m bench.<name> [--quick] [--json PATH]`.",
         "",
     ]
