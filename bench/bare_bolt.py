@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from slack_bolt import Ack, App
-from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
 from slack_sdk import WebClient
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
-from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
 
 from bot import app, settings
 from bot.adapters import store

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
 
 from bot import app, settings
 from bot.core import labels

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
 
 from bot import app, settings
 from bot.adapters import observability
