@@ -41,13 +41,13 @@ PLOTS = {
 }
 MISSED = {
     "P1": (
-        "Much of it is the harness, not the bot: the Slack emulator, which times each ack, runs in one "
-        "process (one interpreter lock) with the sim, so while a burst's slow halves create pods and post "
-        "thread roots, the emulator reads acks late; the bare Bolt app, which only acks, sets the "
-        "harness's floor in the same run (tens of ms on this machine, varying run to run). gpubot's own "
-        "work before an ack is its parse and answer; the rest of its gap is its slow halves holding the "
-        "same lock in its process. Meeting the goal would take the emulator in its own process, so the "
-        "figure is the bot's, and the slow half out of the acking process (a worker fed by a queue)."
+        "What gpubot does before an ack is its parse and answer; its acks wait for the CPU its slow halves "
+        "take meanwhile (Bolt starts each lazy listener before it writes the ack; each creates a pod and "
+        "posts a thread root) and for the sim and the emulator serving them, all on the machine's two "
+        "cores. The bare Bolt app, which only acks, shows what the Socket Mode stack itself costs in the "
+        "same run. Meeting the goal at this burst would take the slow half out of the acking process (a "
+        "worker fed by a queue, in a process or Deployment of its own), so that acking never shares a "
+        "core with it."
     ),
     "P3": (
         "What the bot asks in steady state is the leader's Lease renewal, one write per retry period "

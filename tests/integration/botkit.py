@@ -58,9 +58,9 @@ def running_bot(config: settings.Settings, slack: BackgroundSlack, **build: Any)
     bot = app.build(config, **build)
     bot.start(sync_timeout=WAIT)
     handler = SocketModeHandler(bot.app, config.slack.app_token)
-    handler.connect()  # type: ignore[no-untyped-call]
     before = slack.connections()
-    slack.wait_until(lambda: slack.connections() > before or slack.connections(), timeout=WAIT)
+    handler.connect()  # type: ignore[no-untyped-call]  # returns before the socket is open
+    slack.wait_until(lambda: slack.connections() > before, timeout=WAIT)
     try:
         yield bot
     finally:
