@@ -292,5 +292,5 @@ def gpubot_arm(
         try:
             yield GpubotArm(day, sim, slack, bot, ledger)
         finally:
-            handler.close()  # type: ignore[no-untyped-call]
+            app.hang_up(handler)
             bot.stop()

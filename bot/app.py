@@ -446,6 +446,14 @@ def _metrics(settings: settings_module.Settings) -> metrics.PrometheusMetrics | 
 SOCKET_CLOSED = "Socket Mode connection closed: later commands go to the other replicas"
 
 
+def hang_up(handler: SocketModeHandler) -> None:
+    """End the Socket Mode connection now, for good. Not `handler.close()`, which also joins the client's
+    threads and can take ten seconds (websocket-client waits out its ping interval); they are daemons
+    and end with the process."""
+    handler.client.auto_reconnect_enabled = False
+    handler.client.disconnect()
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -479,7 +487,7 @@ def serve(settings: settings_module.Settings, *, clock: Callable[[], datetime] =
             try:
                 threading.Event().wait()
             finally:  # first: Slack sends later envelopes to the other replicas' connections
-                handler.close()  # type: ignore[no-untyped-call]
+                hang_up(handler)
                 logger.info(SOCKET_CLOSED)
     except KeyboardInterrupt:
         logger.info("stopping")

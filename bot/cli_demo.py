@@ -299,7 +299,7 @@ def running_bot(
     try:
         yield bot
     finally:
-        handler.close()  # type: ignore[no-untyped-call]
+        app.hang_up(handler)
         bot.stop()
 
 
