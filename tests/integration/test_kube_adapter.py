@@ -359,6 +359,19 @@ def test_expired_watches_relist_and_lose_no_milestone(
     assert progress.outcome is lifecycle.Outcome.DELETED
 
 
+def expire_the_watches(sim: world.BackgroundWorld, *, meanwhile: Callable[[], object] = lambda: None) -> None:
+    """With the store's history limited, time the watches out, run `meanwhile` in the gap, then make
+    enough unrelated changes that their resume version expires: every informer must relist."""
+
+    def gap() -> None:
+        sim.world.advance(10)  # the watches time out; their reconnection waits for this call to return
+        meanwhile()
+        for i in range(5):
+            sim.world.store.create("configmaps", {"metadata": {"name": f"noise-{i}", "namespace": NAMESPACE}})
+
+    sim.run(gap)
+
+
 def test_a_pod_deleted_while_not_watching_is_reported_deleted(
     sim: world.BackgroundWorld, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -370,16 +383,8 @@ def test_a_pod_deleted_while_not_watching_is_reported_deleted(
         name = cluster.create_pod(manifest()).name
         recorder.start(cluster)
 
-        def delete_in_the_gap() -> None:
-            sim.world.advance(10)  # the watch times out; its reconnection waits for this call to return
-            sim.world.store.remove("pods", NAMESPACE, name)
-            for i in range(5):  # enough unrelated changes that the resume version expires
-                sim.world.store.create(
-                    "configmaps", {"metadata": {"name": f"noise-{i}", "namespace": NAMESPACE}}
-                )
-
         caplog.set_level(logging.INFO, logger=kube.__name__)
-        sim.run(delete_in_the_gap)
+        expire_the_watches(sim, meanwhile=lambda: sim.world.store.remove("pods", NAMESPACE, name))
         recorder.wait_for(
             "the pod DELETED",
             lambda seen: any(s.kind == "pod" and s.change == ports.DELETED and s.name == name for s in seen),
@@ -409,16 +414,8 @@ def test_the_event_cache_keeps_identities_and_a_relist_still_repeats_no_event(
             set(kept["metadata"]) <= {"name", "namespace", "uid", "resourceVersion"}
             for kept in events.cache.values()
         )
-
-        def expire_the_watch() -> None:
-            sim.world.advance(10)  # the watch times out; its reconnection waits for this call to return
-            for i in range(5):  # enough unrelated changes that the resume version expires
-                sim.world.store.create(
-                    "configmaps", {"metadata": {"name": f"noise-{i}", "namespace": NAMESPACE}}
-                )
-
         caplog.set_level(logging.INFO, logger=kube.__name__)
-        sim.run(expire_the_watch)
+        expire_the_watches(sim)
         recorder.wait_for(
             "the event watch relisted", lambda seen: "Event watch expired; relisting" in caplog.messages
         )
