@@ -1,15 +1,29 @@
-"""The chart rendered with given values, and the lookups the chart tests share."""
+"""The chart rendered by real helm with given values, and the lookups the chart tests share.
+
+helm is found at $GPUBOT_HELM, else at .tools/bin/helm (`python3 tools/install_helm.py` puts it there),
+else on PATH. Without one the chart tests fail rather than skip: CI must run them.
+"""
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
+import os
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.deploy import helmlite
+import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "gpubot"
+INSTALLED_HELM = ROOT / ".tools" / "bin" / "helm"
+HELM_ENV = "GPUBOT_HELM"
 TOKENS: dict[str, Any] = {"slack": {"botToken": "xoxb-test-bot", "appToken": "xapp-test-app"}}
 """The least an install needs: the chart refuses to render without the Socket Mode tokens."""
 
@@ -69,18 +83,87 @@ EXISTING_SECRETS = {
     "slack-tokens": {"SLACK_BOT_TOKEN": "xoxb-made-by-hand", "SLACK_SIGNING_SECRET": "signing-secret"},
     "redis-url": {"REDIS_URL": "redis://:hunter2@redis.data:6379/1"},
 }
+MATRIX: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "custom": CUSTOM,
+    "http mode": {"slack": {"mode": "http", "signingSecret": "signing-secret"}},
+    "one replica": {"replicaCount": 1, "leaderElection": {"enabled": False}},
+    "three replicas": {"replicaCount": 3},
+    "service monitor": {"metrics": {"serviceMonitor": {"enabled": True}}},
+}
+"""Values sets (over `TOKENS`) that every chart-wide check runs on: lint, labels."""
 RENDERS: dict[str, Callable[[], list[Obj]]] = {
     "defaults": lambda: render(),
     "custom": lambda: render(CUSTOM, release="ml-gpubot", namespace="gpubot-system"),
 }
 
 
+class HelmError(Exception):
+    """helm refused the chart or the values; the message is helm's report (lint's) and its error."""
+
+
+@functools.cache
+def helm() -> str:
+    """The helm binary the tests run: helm 3, from $GPUBOT_HELM, .tools/bin/helm or PATH."""
+    configured = os.environ.get(HELM_ENV, "")
+    if configured:
+        found = shutil.which(configured)
+        if found is None:
+            pytest.fail(f"{HELM_ENV}={configured} is not an executable", pytrace=False)
+    else:
+        found = str(INSTALLED_HELM) if INSTALLED_HELM.is_file() else shutil.which("helm")
+        if found is None:
+            pytest.fail(
+                "helm is not installed: run `python3 tools/install_helm.py` (it puts helm 3.17 at "
+                f".tools/bin/helm), or set {HELM_ENV} to a helm 3 binary",
+                pytrace=False,
+            )
+    version = run_helm([found, "version", "--template", "{{ .Version }}"])
+    if not version.startswith("v3."):
+        pytest.fail(f"{found} is helm {version}; the chart tests need helm 3", pytrace=False)
+    return found
+
+
+def run_helm(command: list[str]) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise HelmError("\n".join(part.strip() for part in (done.stdout, done.stderr) if part.strip()))
+    return done.stdout
+
+
+def helm_with_values(arguments: list[str], values: Mapping[str, Any]) -> str:
+    """`helm ARGUMENTS -f tokens -f values`: helm merges the two files as it merges any values files."""
+    with tempfile.TemporaryDirectory(prefix="gpubot-chart-") as scratch:
+        files = []
+        for name, content in (("tokens.json", TOKENS), ("values.json", values)):
+            path = Path(scratch) / name
+            path.write_text(json.dumps(content), encoding="utf-8")
+            files += ["--values", str(path)]
+        return run_helm([helm(), *arguments, *files])
+
+
+@functools.cache
+def _template(values_json: str, release: str, namespace: str) -> list[Obj]:
+    output = helm_with_values(
+        ["template", release, str(CHART), "--namespace", namespace], json.loads(values_json)
+    )
+    return [doc for doc in yaml.safe_load_all(output) if doc]
+
+
 def render(
     values: Mapping[str, Any] | None = None, *, release: str = "gpubot", namespace: str = "gpubot"
 ) -> list[Obj]:
-    """The chart's objects for `TOKENS` merged with `values`."""
-    merged = helmlite.merge_values(TOKENS, values or {})
-    return helmlite.render_chart(CHART, release=release, namespace=namespace, values=merged).manifests()
+    """The chart's objects for `TOKENS` merged with `values`, as `helm template` renders them.
+
+    Each distinct set of values costs one helm process; the objects are a copy, so a test may change them.
+    """
+    values_json = json.dumps(values or {}, sort_keys=True)
+    return copy.deepcopy(_template(values_json, release, namespace))
+
+
+def lint(values: Mapping[str, Any]) -> str:
+    """`helm lint --strict` over `TOKENS` merged with `values`: its report, or HelmError with it."""
+    return helm_with_values(["lint", "--strict", str(CHART)], values)
 
 
 def find(objects: list[Obj], kind: str, name: str | None = None) -> list[Obj]:

@@ -1,8 +1,8 @@
-"""The Helm chart, rendered with default and with non-default values, checked object by object.
+"""The Helm chart, rendered by `helm template` with default and with non-default values, checked object by
+object.
 
-helm is not installable from PyPI or Debian, so tests/deploy/helmlite.py renders the chart. Kinds the
-embedded cluster serves (ConfigMap, and the Deployment's pod template as a Pod) are created there with
-`dryRun=All` and strict field validation; the other kinds are decoded strictly against the official
+Kinds the embedded cluster serves (ConfigMap, and the Deployment's pod template as a Pod) are created there
+with `dryRun=All` and strict field validation; the other kinds are decoded strictly against the official
 client's models, as the embedded API server decodes what it serves.
 """
 
@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from kubernetes import client
 
 from bot import settings as settings_module
 from bot.core import labels
 from sim.cluster import resources, schema, world
-from tests.deploy import chart, helmlite
+from tests.deploy import chart
 
 SERVED_BY_SIM = {"ConfigMap": "create_namespaced_config_map", "Pod": "create_namespaced_pod"}
 """Kinds the embedded cluster serves, and the client method that creates one."""
@@ -29,6 +30,7 @@ CLIENT_MODELS = {
     "RoleBinding": ("rbac.authorization.k8s.io/v1", "V1RoleBinding"),
     "ClusterRole": ("rbac.authorization.k8s.io/v1", "V1ClusterRole"),
     "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "V1ClusterRoleBinding"),
+    "PodDisruptionBudget": ("policy/v1", "V1PodDisruptionBudget"),
 }
 """Kinds the embedded cluster does not serve: checked against the client's model instead."""
 SERVICE_MONITOR_FIELDS = {
@@ -71,6 +73,7 @@ def test_defaults_render_the_bot_its_identity_rbac_and_config() -> None:
         ("ConfigMap", "gpubot", "gpubot-profiles"),
         ("Deployment", "gpubot", "gpubot"),
         ("Service", "gpubot", "gpubot"),
+        ("PodDisruptionBudget", "gpubot", "gpubot"),
     }
     assert chart.one(chart.render(), "Deployment")["spec"]["replicas"] == 2
 
@@ -226,6 +229,50 @@ def test_a_profile_change_rolls_the_pods() -> None:
     ],
 )
 def test_a_missing_token_is_refused_naming_the_value_to_set(slack: dict[str, str], message: str) -> None:
-    with pytest.raises(helmlite.TemplateError, match=message):
+    with pytest.raises(chart.HelmError, match=message):
         chart.render({"slack": slack})
     chart.render({"slack": {**slack, "existingSecret": "made-by-hand"}})
+
+
+def test_every_object_carries_the_standard_labels() -> None:
+    version = yaml.safe_load((chart.CHART / "Chart.yaml").read_text(encoding="utf-8"))
+    for name, values in chart.MATRIX.items():
+        for obj in chart.render(values, release="ml-gpubot", namespace="gpubot-system"):
+            assert (
+                obj["metadata"]["labels"].items()
+                >= {
+                    "app.kubernetes.io/name": "gpubot",
+                    "app.kubernetes.io/instance": "ml-gpubot",
+                    "app.kubernetes.io/version": version["appVersion"],
+                    "app.kubernetes.io/managed-by": "Helm",
+                    "helm.sh/chart": f"gpubot-{version['version']}",
+                }.items()
+            ), f"{name}: {obj['kind']} {obj['metadata']['name']}"
+
+
+def test_selectors_are_name_and_instance_only(rendered: list[chart.Obj]) -> None:
+    """A Deployment's selector cannot change after install, so it stays what the first chart had."""
+    release = chart.one(rendered, "Deployment")["metadata"]["name"]
+    selector = {"app.kubernetes.io/name": "gpubot", "app.kubernetes.io/instance": release}
+    assert chart.one(rendered, "Deployment")["spec"]["selector"] == {"matchLabels": selector}
+    assert chart.one(rendered, "Service")["spec"]["selector"] == selector
+    assert chart.one(rendered, "PodDisruptionBudget")["spec"]["selector"] == {"matchLabels": selector}
+    for monitor in chart.find(rendered, "ServiceMonitor"):
+        assert monitor["spec"]["selector"] == {"matchLabels": selector}
+
+
+@pytest.mark.parametrize("replicas", [2, 3])
+def test_several_replicas_get_a_disruption_budget_of_one_pod(replicas: int) -> None:
+    objects = chart.render({"replicaCount": replicas})
+    budget, deployment = chart.one(objects, "PodDisruptionBudget"), chart.one(objects, "Deployment")
+    assert budget["apiVersion"] == "policy/v1"
+    assert budget["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    assert budget["spec"]["maxUnavailable"] == 1 and "minAvailable" not in budget["spec"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert budget["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+
+
+def test_one_replica_gets_no_disruption_budget() -> None:
+    objects = chart.render(chart.MATRIX["one replica"])
+    assert chart.one(objects, "Deployment")["spec"]["replicas"] == 1
+    assert not chart.find(objects, "PodDisruptionBudget")

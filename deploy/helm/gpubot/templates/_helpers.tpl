@@ -1,0 +1,15 @@
+{{/*
+Labels. Every object carries the standard app.kubernetes.io ones and helm.sh/chart; selectors use only
+name and instance, since a Deployment's selector cannot change after install.
+*/}}
+{{- define "gpubot.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "gpubot.labels" -}}
+{{ include "gpubot.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
