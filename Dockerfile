@@ -2,19 +2,24 @@
 #
 #   docker build -t REGISTRY/gpubot:0.1.0 .
 #
-# The build stage makes gpubot's wheel and installs it, with its dependencies, into a virtualenv; the runtime
-# stage copies only that virtualenv, so no compiler, pip cache or source tree ends up in the image.
+# The build stage installs uv from the package registry, then gpubot and exactly the dependencies pinned in
+# uv.lock into a virtualenv, with bytecode compiled; the runtime stage copies only that virtualenv, so no
+# compiler, uv, cache or source tree ends up in the image.
 
 FROM python:3.11-slim AS build
-ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+ARG UV_VERSION=0.13.9
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    UV_PYTHON_DOWNLOADS=never UV_PROJECT_ENVIRONMENT=/opt/gpubot UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy
+RUN pip install "uv==${UV_VERSION}"
 WORKDIR /src
-COPY pyproject.toml README.md ./
+# The dependencies first, from the lock alone, so a change to gpubot's code reuses this layer.
+COPY pyproject.toml uv.lock ./
+RUN uv sync --locked --no-dev --no-install-project
+COPY README.md ./
 COPY bot bot
 COPY handlers handlers
 COPY sim sim
-RUN pip wheel --no-deps --wheel-dir /wheels . \
- && python -m venv /opt/gpubot \
- && /opt/gpubot/bin/pip install /wheels/gpubot-*.whl
+RUN uv sync --locked --no-dev --no-editable
 
 FROM python:3.11-slim AS runtime
 # Numeric ids, so Kubernetes' runAsNonRoot can verify them without reading /etc/passwd.

@@ -448,10 +448,16 @@ SOCKET_CLOSED = "Socket Mode connection closed: later commands go to the other r
 
 def hang_up(handler: SocketModeHandler) -> None:
     """End the Socket Mode connection now, for good. Not `handler.close()`, which also joins the client's
-    threads and can take ten seconds (websocket-client waits out its ping interval); they are daemons
-    and end with the process."""
-    handler.client.auto_reconnect_enabled = False
-    handler.client.disconnect()
+    threads and can take ten seconds (websocket-client waits out its ping interval). Their loops are told
+    to stop first, unjoined: a session runner still looping would call `run_forever` again 0.5 s later,
+    reconnecting the replica that just hung up (or, once Slack is gone, failing every 0.5 s forever)."""
+    client = handler.client
+    client.closed = True
+    client.auto_reconnect_enabled = False
+    for runner in (client.current_session_runner, client.current_app_monitor, client.message_processor):
+        runner.event.set()
+    client.disconnect()
+    client.message_workers.shutdown(wait=False)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -47,10 +47,14 @@ def test_the_parser_reads_stages_and_continuations() -> None:
     assert stages[0].all("RUN") == ["x   y"] and stages[1].all("USER") == ["5"]
 
 
-def test_a_build_stage_makes_the_wheel_and_the_runtime_copies_only_the_install() -> None:
+def test_a_build_stage_installs_from_the_lock_and_the_runtime_copies_only_the_install() -> None:
     build, runtime = parse_stages(DOCKERFILE.read_text(encoding="utf-8"))
     assert build.image == runtime.image == "python:3.11-slim"
-    assert any("pip wheel" in run for run in build.all("RUN"))
+    syncs = [run for run in build.all("RUN") if run.startswith("uv sync")]
+    assert syncs and all("--locked" in run and "--no-dev" in run for run in syncs), syncs
+    assert "--no-editable" in syncs[-1], "the image must not point back at the build stage's source tree"
+    (environment,) = build.all("ENV")
+    assert "UV_COMPILE_BYTECODE=1" in environment and "UV_PYTHON_DOWNLOADS=never" in environment
     copies = runtime.all("COPY")
     assert copies and all(c.startswith(f"--from={build.name} ") for c in copies), copies
     assert not any(word in run for run in runtime.all("RUN") for word in ("pip ", "apt-get"))
@@ -79,3 +83,11 @@ def test_the_image_runs_gpubot_serve() -> None:
     runtime = parse_stages(DOCKERFILE.read_text(encoding="utf-8"))[-1]
     assert [json.loads(e) for e in runtime.all("ENTRYPOINT")] == [["gpubot"]]
     assert [json.loads(c) for c in runtime.all("CMD")] == [["serve"]]
+
+
+def test_the_image_and_the_makefile_install_the_same_uv() -> None:
+    build = parse_stages(DOCKERFILE.read_text(encoding="utf-8"))[0]
+    (argument,) = build.all("ARG")
+    makefile = (chart.ROOT / "Makefile").read_text(encoding="utf-8")
+    (pinned,) = re.findall(r"^UV_VERSION := (\S+)$", makefile, flags=re.MULTILINE)
+    assert argument == f"UV_VERSION={pinned}"

@@ -64,7 +64,7 @@ def running_bot(config: settings.Settings, slack: BackgroundSlack, **build: Any)
     try:
         yield bot
     finally:
-        handler.close()  # type: ignore[no-untyped-call]
+        app.hang_up(handler)
         bot.stop()
 
 
