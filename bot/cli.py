@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from bot import cli_doctor, cli_pool
-from bot.settings import Settings
+from bot.settings import Settings, SettingsError
 
 DEFAULT_KUBECONFIG = Path.home() / ".gpubot" / "sim" / "kubeconfig"
 
@@ -85,10 +85,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "doctor":
         return cli_doctor.run(args)
     if args.command == "serve":
-        from bot import app  # only `serve` needs Slack and Kubernetes clients
-
-        return app.serve(Settings.from_env())
+        return serve()
     return 2
+
+
+def serve() -> int:
+    """`gpubot serve`; settings it cannot start with are one line naming the variables, and exit 2."""
+    from bot import app  # only `serve` needs Slack and Kubernetes clients
+
+    try:
+        return app.serve(Settings.from_env())
+    except SettingsError as err:
+        print(f"gpubot serve: {err.one_line()}; see docs/deploy.md", file=sys.stderr)
+        return 2
 
 
 async def run_sim(args: argparse.Namespace) -> int:
