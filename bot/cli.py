@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -233,7 +234,6 @@ def serve() -> int:
 
 
 async def run_sim(args: argparse.Namespace) -> int:
-    from sim import seed
     from sim.cluster import world
 
     host, port = args.listen
@@ -250,7 +250,7 @@ async def run_sim(args: argparse.Namespace) -> int:
     cluster = world.World(config)
     await cluster.start()
     world.write_kubeconfig(args.kubeconfig, cluster.url)
-    print(seed.instructions(cluster.url, args.kubeconfig), flush=True)
+    print(sim_instructions(cluster.url, args.kubeconfig.absolute(), gpu_pool=config.gpu_pool), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -259,6 +259,47 @@ async def run_sim(args: argparse.Namespace) -> int:
     print("\nstopping the simulated cluster", flush=True)
     await cluster.stop()
     return 0
+
+
+def sim_instructions(url: str, kubeconfig: Path, *, gpu_pool: bool) -> str:
+    """What `gpubot sim` prints at start: every command as typed, working against this cluster as is.
+
+    Only environment variables point the tools here, so a user's own kubeconfig and gcloud configuration
+    keep their settings; tests/sim/test_cli.py runs each command exactly as printed."""
+    from sim.cluster import world
+
+    place = f"project {world.PROJECT}, location {world.LOCATION}"
+    where = f"--cloud gke --project {world.PROJECT} --location {world.LOCATION} --cluster {world.CLUSTER}"
+    kube_env = f"KUBECONFIG={shlex.quote(str(kubeconfig))}"
+    create = [] if gpu_pool else [f"gpubot pool create {where} --max 5  # the GPU pool you left out"]
+    after_scan = "" if gpu_pool else "  # once the autoscaler has scanned the new pool (10 s)"
+    gcloud_env = (
+        f"CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER={url}/ CLOUDSDK_AUTH_DISABLE_CREDENTIALS=true "
+        f"CLOUDSDK_CORE_PROJECT={world.PROJECT}"
+    )
+    lines = [
+        f"gpubot sim: embedded GKE cluster '{world.CLUSTER}' ({place})",
+        f"  API server  {url}  (Kubernetes, GKE, EKS, EC2 Auto Scaling and Prometheus APIs)",
+        f"  kubeconfig  {kubeconfig}",
+        "",
+        "kubectl:",
+        f"  export {kube_env}",
+        "  kubectl get nodes",
+        "",
+        "gpubot pool and gpubot doctor:",
+        f"  export {kube_env} GPUBOT_GKE_ENDPOINT={url}",
+        *(f"  {line}" for line in create),
+        f"  gpubot pool show {where}",
+        f"  gpubot doctor {where}{after_scan}",
+        "",
+        "gcloud (variables override your gcloud configuration, in this shell only):",
+        f"  export {gcloud_env}",
+        f"  gcloud container node-pools list --cluster {world.CLUSTER} --location {world.LOCATION}",
+        "",
+        f"boto3 EKS: endpoint_url={url}, region_name={world.EKS_REGION}, cluster '{world.CLUSTER}'",
+        "Ctrl-C stops it.",
+    ]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
