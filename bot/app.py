@@ -18,6 +18,7 @@ from wsgiref import simple_server
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
+from kubernetes.config.config_exception import ConfigException
 from slack_bolt import App
 from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
 from slack_bolt.adapter.wsgi import SlackRequestHandler
@@ -266,13 +267,25 @@ def connect_cloud(
 
 
 def connect_cluster(settings: settings_module.Settings) -> kube.KubeCluster:
+    """The cluster the settings name; credentials that cannot be loaded are a setting to fix."""
     found = settings.cluster
-    return kube.connect(
-        kubeconfig=found.kubeconfig,
-        context=found.context,
-        namespace=found.namespace,
-        in_cluster=found.in_cluster,
-    )
+    try:
+        return kube.connect(
+            kubeconfig=found.kubeconfig,
+            context=found.context,
+            namespace=found.namespace,
+            in_cluster=found.in_cluster,
+        )
+    except (ConfigException, OSError) as err:
+        where = (
+            "the pod's service account"
+            if found.in_cluster
+            else f"kubeconfig {found.kubeconfig or '~/.kube/config'}"
+        )
+        raise settings_module.SettingsError(
+            f"cannot load the cluster's credentials from {where} ({err}): "
+            "set KUBECONFIG to a kubeconfig file, or run in a pod with GPUBOT_IN_CLUSTER=true"
+        ) from err
 
 
 def build(

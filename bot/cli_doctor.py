@@ -37,27 +37,73 @@ def minutes(text: str) -> float:
     return value
 
 
+DESCRIPTION = """\
+Check, before anyone waits for a GPU, that the cluster's GPU pool will scale from
+zero for gpubot's pods and that gpubot may use it: the pool's taint and labels
+against the GPU profiles, GPU advertising, the Cluster Autoscaler's health and
+limits, EKS node-template tags, and the bot's own permissions. Each check prints
+PASS, WARN, FAIL or SKIP with a fix; the exit status is 1 when one fails, 2 when
+the checks cannot run at all.
+
+It reads the environment `gpubot serve` reads: KUBECONFIG (or the pod's service
+account), GPUBOT_NAMESPACE, GPUBOT_PROFILES_FILE, and REDIS_URL for the scale-up
+times the bot has seen (none when Redis cannot be reached)."""
+
+EPILOG = """\
+examples:
+  gpubot doctor
+  gpubot doctor --manifest train.yaml      also: would this pod get a GPU?
+  gpubot doctor --cloud gke --project my-project --location us-central1-a \\
+    --cluster ml                           also see pools at 0 nodes
+  gpubot doctor --json | jq '.[] | select(.status == "fail")'"""
+
+
 def add_parser(sub: Any) -> None:
     found = sub.add_parser(
-        "doctor", help="check that the GPU pool will scale from zero and gpubot may use it"
+        "doctor",
+        help="check that the GPU pool will scale from zero and gpubot may use it",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    found.add_argument("--manifest", type=Path, help="also check this pod (or Deployment, Job) YAML file")
+    found.add_argument(
+        "--manifest",
+        type=Path,
+        metavar="FILE",
+        help="also check this pod (or Deployment, Job) YAML file would get its GPU",
+    )
     found.add_argument("--json", action="store_true", help="print the checks as a JSON list")
-    found.add_argument("--pool", action="append", default=[], help="check only this pool (repeatable)")
+    found.add_argument(
+        "--pool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="check only this pool (repeatable; default: every GPU pool)",
+    )
     found.add_argument(
         "--max-node-provision-time",
         type=minutes,
         default=doctor_facts.MAX_NODE_PROVISION_TIME.total_seconds() / 60,
         metavar="MINUTES",
-        help="the Cluster Autoscaler's --max-node-provision-time (default 15)",
+        help="the Cluster Autoscaler's --max-node-provision-time (default: %(default)g)",
     )
-    cloud = found.add_argument_group("the pool's cloud, to see pools at zero nodes (as for `gpubot pool`)")
-    cloud.add_argument("--cloud", choices=[GKE, EKS])
+    cloud = found.add_argument_group(
+        "the pool's cloud",
+        "Kubernetes cannot see a pool at 0 nodes; its cloud can (flags as for `gpubot pool`)",
+    )
+    cloud.add_argument(
+        "--cloud", choices=[GKE, EKS], help="where the cluster runs (default: ask Kubernetes only)"
+    )
     cloud.add_argument("--cluster", default="", help="the Kubernetes cluster's name at its cloud")
     cloud.add_argument("--project", default="", help="GKE: the Google Cloud project")
     cloud.add_argument("--location", default="", help="GKE: the cluster's zone or region")
     cloud.add_argument("--region", default="", help="EKS: the AWS region (default: AWS_REGION)")
-    cloud.add_argument("--endpoint", default="", help="the cloud APIs' URL, e.g. a `gpubot sim`")
+    cloud.add_argument(
+        "--endpoint",
+        default="",
+        metavar="URL",
+        help="the cloud's APIs at this URL, e.g. a `gpubot sim`'s (default: the cloud's own)",
+    )
 
 
 # -- wiring ------------------------------------------------------------------------------------------

@@ -322,12 +322,13 @@ class Session:
         self.story.live.say(f"waited {format_duration(seconds)}")
 
     def step_clock(self, seconds: int) -> bool:
-        """Advance the sim clock; True if that changed pods, events or nodes the bot watches."""
+        """Advance the sim clock and run a reaper round (`Story.step_clock`); True if that changed pods,
+        events or nodes the bot watches, or the reaper acted."""
         world, namespace = self.story.sim.world, self.story.bot.cluster.namespace
+        before = self.story.sim.run(lambda: world.store.resource_version)
+        reaped = self.story.step_clock(seconds)
 
-        def advance() -> bool:
-            before = world.store.resource_version
-            world.advance(seconds, step=1)
+        def changed() -> bool:
             return any(
                 change.resource == "nodes"
                 or (
@@ -336,7 +337,7 @@ class Session:
                 for change in world.store.changes_after(before)
             )
 
-        return self.story.sim.run(advance)
+        return bool(reaped) or self.story.sim.run(changed)
 
     def show_pool(self) -> None:
         world = self.story.sim.world

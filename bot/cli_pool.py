@@ -36,36 +36,124 @@ def comma_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
+POOL_DESCRIPTION = """\
+Create, show, resize or delete the GPU node pool (GKE) or nodegroup (EKS) that
+scales from zero, made from a GPU profile so its taint, labels and GPUs match the
+pods the bot creates. Everything is checked before anything changes: exit 2 means
+refused with nothing changed, 1 that the cloud failed."""
+
+POOL_EPILOG = """\
+examples:
+  gpubot pool create --cloud gke --project my-project --location us-central1-a \\
+    --cluster ml --max 5
+  gpubot pool create --cloud eks --region us-east-1 --cluster ml --max 5 \\
+    --node-role arn:aws:iam::123456789012:role/eks-node --subnets subnet-1,subnet-2
+  gpubot pool show --cloud gke --project demo --location local-a --cluster demo \\
+    --endpoint http://127.0.0.1:6443        (a `gpubot sim`)
+
+Credentials are the clouds' own: gcloud's application default credentials, and
+boto3's (AWS_PROFILE, AWS_REGION, ~/.aws). GPUBOT_PROFILES_FILE names the GPU
+profiles (default: the built-in t4)."""
+
+RAW = argparse.RawDescriptionHelpFormatter
+
+
 def add_parser(sub: Any) -> None:
     """The `pool` subcommand and its four actions, on `gpubot`'s subparsers."""
     where = argparse.ArgumentParser(add_help=False)
-    where.add_argument("--cloud", choices=[c.value for c in pools.Cloud], required=True)
+    where.add_argument(
+        "--cloud", choices=[c.value for c in pools.Cloud], required=True, help="where the cluster runs"
+    )
     where.add_argument("--cluster", required=True, help="the Kubernetes cluster's name at its cloud")
-    where.add_argument("--name", default="gpu-pool", help="the node pool (GKE) or nodegroup (EKS)")
+    where.add_argument(
+        "--name", default="gpu-pool", help="the pool (GKE) or nodegroup (EKS) (default: %(default)s)"
+    )
     where.add_argument("--project", help="GKE: the Google Cloud project")
     where.add_argument("--location", help="GKE: the cluster's zone or region")
     where.add_argument("--region", help="EKS: the AWS region (default: AWS_REGION)")
-    where.add_argument("--endpoint", help="the cloud APIs' URL, e.g. a `gpubot sim`; default: the cloud's")
-    pool = sub.add_parser("pool", help="create, show, resize or delete the scale-from-zero GPU pool")
-    actions = pool.add_subparsers(dest="pool_command", required=True)
+    where.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="the cloud's APIs at this URL, e.g. a `gpubot sim`'s (default: the cloud's own)",
+    )
+    pool = sub.add_parser(
+        "pool",
+        help="create, show, resize or delete the scale-from-zero GPU pool",
+        description=POOL_DESCRIPTION,
+        epilog=POOL_EPILOG,
+        formatter_class=RAW,
+    )
+    actions = pool.add_subparsers(dest="pool_command", required=True, metavar="ACTION", title="actions")
 
-    create = actions.add_parser("create", parents=[where], help="create the pool for a GPU profile")
+    create = actions.add_parser(
+        "create",
+        parents=[where],
+        help="create the pool for a GPU profile",
+        description="Create the pool for a GPU profile: autoscaled from --min to --max nodes, tainted "
+        "so only GPU pods land there, labelled as the profile's pods select, and on EKS tagged so the "
+        "Cluster Autoscaler can scale it up from zero.",
+    )
     create.add_argument("--profile", help="a GPU profile (default: the profiles file's default)")
-    create.add_argument("--max", dest="max_size", type=whole_number, required=True, metavar="N")
-    create.add_argument("--min", dest="min_size", type=whole_number, default=0, metavar="N")
-    create.add_argument("--machine-type", "--instance-type", default="", help="default: usual for the GPU")
-    create.add_argument("--gpus", type=whole_number, metavar="N", help="GPUs per node (default: as built)")
-    create.add_argument("--node-role", default="", help="EKS: the nodes' IAM role ARN")
-    create.add_argument("--subnets", type=comma_list, default=(), help="EKS: subnet ids, comma-separated")
+    create.add_argument(
+        "--max", dest="max_size", type=whole_number, required=True, metavar="N", help="the most nodes"
+    )
+    create.add_argument(
+        "--min",
+        dest="min_size",
+        type=whole_number,
+        default=0,
+        metavar="N",
+        help="nodes kept even when idle (default: 0, so an idle pool costs nothing)",
+    )
+    create.add_argument(
+        "--machine-type",
+        "--instance-type",
+        default="",
+        help="the node's machine (GKE) or instance (EKS) type (default: the usual one for the GPU)",
+    )
+    create.add_argument(
+        "--gpus",
+        type=whole_number,
+        metavar="N",
+        help="GPUs per node (default: what the machine type comes with, else the profile's maxCount)",
+    )
+    create.add_argument("--node-role", default="", metavar="ARN", help="EKS: the nodes' IAM role ARN")
+    create.add_argument(
+        "--subnets", type=comma_list, default=(), metavar="IDS", help="EKS: subnet ids, comma-separated"
+    )
 
-    show = actions.add_parser("show", parents=[where], help="print the pool and what is wrong with it")
-    show.add_argument("--kubeconfig", help="count the pool's nodes in this cluster (GKE does not say)")
+    show = actions.add_parser(
+        "show",
+        parents=[where],
+        help="print the pool and what is wrong with it",
+        description="Print the pool (size, autoscaling, machine, GPUs, taints, labels) and every "
+        "problem that would keep it from scaling from zero for gpubot's pods.",
+    )
+    show.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="count the pool's nodes in this cluster, since GKE does not say (default: KUBECONFIG)",
+    )
 
-    resize = actions.add_parser("set", parents=[where], help="change the pool's min and max size")
-    resize.add_argument("--min", dest="min_size", type=whole_number, metavar="N")
-    resize.add_argument("--max", dest="max_size", type=whole_number, metavar="N")
+    resize = actions.add_parser(
+        "set",
+        parents=[where],
+        help="change the pool's min and max size",
+        description="Change how far the autoscaler may shrink and grow the pool.",
+    )
+    resize.add_argument(
+        "--min", dest="min_size", type=whole_number, metavar="N", help="the fewest nodes (default: as now)"
+    )
+    resize.add_argument(
+        "--max", dest="max_size", type=whole_number, metavar="N", help="the most nodes (default: as now)"
+    )
 
-    delete = actions.add_parser("delete", parents=[where], help="delete the pool and its nodes")
+    delete = actions.add_parser(
+        "delete",
+        parents=[where],
+        help="delete the pool and its nodes",
+        description="Delete the pool and every node in it; asks you to type its name unless --yes.",
+    )
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 

@@ -11,7 +11,7 @@ import os
 import re
 import socket
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -27,6 +27,15 @@ REDACTED = "***"
 
 class SettingsError(ValueError):
     """The environment or the profiles file is unusable; the message lists every problem found."""
+
+    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems) or (" ".join(message.split()),)
+        """Each problem on its own, naming the variable or YAML path to fix."""
+
+    def one_line(self) -> str:
+        """Every problem on one line, for a command that says why it cannot start and exits."""
+        return "; ".join(self.problems)
 
 
 @dataclass(frozen=True)
@@ -199,7 +208,7 @@ class Settings:
         reader = _EnvReader(os.environ if environ is None else environ)
         settings = _read_settings(reader)
         if reader.problems:
-            raise SettingsError("invalid configuration:\n  " + "\n  ".join(reader.problems))
+            raise SettingsError("invalid configuration:\n  " + "\n  ".join(reader.problems), reader.problems)
         return settings
 
     def policy(self) -> models.QuotaPolicy:
@@ -317,11 +326,20 @@ class _EnvReader:
         self.problems.append(f"{name}={raw!r}: expected a number from {minimum:g} to {maximum:g}")
         return default
 
-    def require(self, name: str, why: str) -> str:
+    def require(self, name: str, what: str) -> str:
+        """A variable that must be set; `what` says what it holds and where to find it."""
         value = self.text(name)
         if not value:
-            self.problems.append(f"{name} is required {why}")
+            self.problems.append(f"{name} is not set ({what})")
         return value
+
+
+BOT_TOKEN_HELP = "the bot token, xoxb-…, from your Slack app's OAuth & Permissions page"
+APP_TOKEN_HELP = (
+    "Socket Mode's app-level token, xapp-…, from your Slack app's Basic Information page; "
+    "or SLACK_MODE=http with SLACK_SIGNING_SECRET"
+)
+SIGNING_SECRET_HELP = "HTTP mode's signing secret, from your Slack app's Basic Information page"
 
 
 def _read_slack(env: _EnvReader) -> SlackSettings:
@@ -329,12 +347,12 @@ def _read_slack(env: _EnvReader) -> SlackSettings:
     if mode not in ("socket", "http"):
         env.problems.append(f"SLACK_MODE={mode!r}: expected socket or http")
         mode = "socket"
-    bot_token = env.require("SLACK_BOT_TOKEN", "(the bot's xoxb- token)")
+    bot_token = env.require("SLACK_BOT_TOKEN", BOT_TOKEN_HELP)
     app_token = (
-        env.require("SLACK_APP_TOKEN", "in Socket Mode") if mode == "socket" else env.text("SLACK_APP_TOKEN")
+        env.require("SLACK_APP_TOKEN", APP_TOKEN_HELP) if mode == "socket" else env.text("SLACK_APP_TOKEN")
     )
     secret = (
-        env.require("SLACK_SIGNING_SECRET", "in HTTP mode")
+        env.require("SLACK_SIGNING_SECRET", SIGNING_SECRET_HELP)
         if mode == "http"
         else env.text("SLACK_SIGNING_SECRET")
     )
@@ -523,7 +541,7 @@ class ToolSettings:
             redis=_read_redis(reader),
         )
         if reader.problems:
-            raise SettingsError("invalid configuration:\n  " + "\n  ".join(reader.problems))
+            raise SettingsError("invalid configuration:\n  " + "\n  ".join(reader.problems), reader.problems)
         return settings
 
 
@@ -786,7 +804,8 @@ def load_profile_catalog(yaml_text: str, *, default_override: str = "") -> Profi
     if default not in profiles and not problems:
         problems.append(f"default: {default!r} is not one of the profiles ({', '.join(profiles)})")
     if problems:
-        raise SettingsError("invalid GPU profiles:\n  " + "\n  ".join(problems))
+        message = "invalid GPU profiles:\n  " + "\n  ".join(problems)
+        raise SettingsError(message, ["invalid GPU profiles: " + "; ".join(problems)])
     return ProfileCatalog(default=default, profiles=profiles)
 
 

@@ -13,7 +13,6 @@ import time
 import urllib.error
 import urllib.request
 from datetime import datetime
-from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
@@ -49,27 +48,6 @@ CORRECTED_MANIFEST = SEED_MANIFEST.replace("important:", "key:")
 def seed_pod(*, corrected: bool = True) -> dict[str, Any]:
     loaded: dict[str, Any] = yaml.safe_load(CORRECTED_MANIFEST if corrected else SEED_MANIFEST)
     return loaded
-
-
-def instructions(url: str, kubeconfig: Path) -> str:
-    where = f"project {world.PROJECT}, location {world.LOCATION}"
-    return f"""gpubot sim: embedded GKE cluster '{world.CLUSTER}' ({where})
-  API server  {url}
-  kubeconfig  {kubeconfig}
-
-kubectl:
-  export KUBECONFIG={kubeconfig}
-  kubectl get nodes
-
-gcloud (a throwaway config keeps your real one untouched):
-  export CLOUDSDK_CONFIG=$(mktemp -d)
-  gcloud config set auth/disable_credentials true
-  gcloud config set api_endpoint_overrides/container {url}/
-  gcloud config set core/project {world.PROJECT}
-  gcloud container node-pools list --cluster {world.CLUSTER} --location {world.LOCATION}
-
-boto3 EKS: endpoint_url={url}, region_name={world.EKS_REGION}, cluster '{world.CLUSTER}'
-Ctrl-C stops it."""
 
 
 class Narrator:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import re
 
 import pytest
@@ -12,9 +13,12 @@ from bot import cli_demo
 pytestmark = pytest.mark.usefixtures("slack_env")
 
 
-def test_the_story_plays_through_with_the_bot() -> None:
+def test_the_story_plays_through_with_the_bot(caplog: pytest.LogCaptureFixture) -> None:
     out = io.StringIO()
     assert cli_demo.play_story(out) == 0
+    # `gpubot demo` shows warnings between the transcript's lines; a story that plays right has none
+    warned = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warned == []
     text = out.getvalue()
     beats = [
         "alice types `/gpu run nvidia/cuda:12.4.1-base-ubuntu22.04 -- sleep 3600`",

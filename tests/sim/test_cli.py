@@ -1,8 +1,12 @@
-"""`gpubot sim` as a user runs it: a real process, its kubeconfig, a clean Ctrl-C, state across restarts."""
+"""`gpubot sim` as a user runs it: a real process, its kubeconfig, the commands it prints, a clean Ctrl-C,
+state across restarts."""
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -10,6 +14,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 from kubernetes import client, config
 
@@ -23,6 +28,10 @@ def free_port() -> int:
 
 
 def start_sim(tmp_path: Path, port: int, *extra: str) -> subprocess.Popen[str]:
+    return start_sim_with_banner(tmp_path, port, *extra)[0]
+
+
+def start_sim_with_banner(tmp_path: Path, port: int, *extra: str) -> tuple[subprocess.Popen[str], list[str]]:
     process = subprocess.Popen(
         [
             sys.executable,
@@ -48,7 +57,7 @@ def start_sim(tmp_path: Path, port: int, *extra: str) -> subprocess.Popen[str]:
         if line.startswith("Ctrl-C stops it"):
             break
     assert any("kubectl get nodes" in line for line in banner), banner
-    return process
+    return process, banner
 
 
 def stop_sim(process: subprocess.Popen[str]) -> str:
@@ -132,3 +141,63 @@ def test_listen_refuses_a_non_loopback_address(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "loopback only" in result.stderr
+
+
+def printed_blocks(banner: list[str]) -> dict[str, list[str]]:
+    """The banner's `heading:` lines, each with the indented command lines under it."""
+    blocks: dict[str, list[str]] = {}
+    heading = ""
+    for line in banner:
+        if line.startswith("  ") and heading:
+            blocks[heading].append(line.strip())
+        elif line.rstrip().endswith(":"):
+            heading = line.strip()
+            blocks[heading] = []
+        else:
+            heading = ""
+    return blocks
+
+
+def run_as_typed(lines: list[str], env: dict[str, str]) -> list[str]:
+    """`export` lines set `env`; every other line runs as a command and must succeed. Their outputs."""
+    outputs = []
+    for line in lines:
+        words = shlex.split(line, comments=True)
+        if words[0] == "export":
+            env.update(word.partition("=")[::2] for word in words[1:])
+            continue
+        done = subprocess.run(words, env=env, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+        outputs.append(done.stdout)
+    return outputs
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [[], ["--no-gpu-pool", "--speed", "60"]],  # a clock that runs: the autoscaler scans the created pool
+    ids=["default", "no-gpu-pool"],
+)
+def test_every_command_it_prints_works_as_printed(tmp_path: Path, extra: list[str]) -> None:
+    port = free_port()
+    process, banner = start_sim_with_banner(tmp_path, port, *extra)
+    gpubot_bin = str(Path(sys.executable).parent)  # `gpubot` as the user's install puts it on PATH
+    fresh = {
+        "PATH": os.pathsep.join([gpubot_bin, "/usr/bin", "/bin"]),
+        "HOME": str(tmp_path / "home"),  # no kubeconfig, gcloud configuration or AWS profile of the user's
+        "REDIS_URL": "redis://127.0.0.1:1/0",  # as on a machine without Redis: doctor has no history
+    }
+    try:
+        blocks = printed_blocks(banner)
+        assert {"kubectl:", "gpubot pool and gpubot doctor:"} <= set(blocks), banner
+        (nodes,) = run_as_typed(blocks["kubectl:"], dict(fresh))
+        assert nodes.count("gke-demo-default-pool-") == 2, nodes
+        *_, shown, checked = run_as_typed(blocks["gpubot pool and gpubot doctor:"], dict(fresh))
+        assert "GKE pool gpu-pool in cluster demo" in shown and "problems: none" in shown, shown
+        assert "current size  0 node(s) in Kubernetes" in shown, shown
+        assert " 0 failed" in checked, checked
+        gcloud = next(heading for heading in blocks if heading.startswith("gcloud"))
+        if shutil.which("gcloud", path=fresh["PATH"]) is not None:  # tests/sim/test_gke.py skips it too
+            (listed,) = run_as_typed(blocks[gcloud], dict(fresh))
+            assert "gpu-pool" in listed and "n1-standard-4" in listed, listed
+    finally:
+        stop_sim(process)

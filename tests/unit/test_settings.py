@@ -92,8 +92,8 @@ def test_every_problem_is_reported_at_once() -> None:
     message = str(raised.value)
     for expected in (
         "SLACK_MODE='carrier-pigeon'",
-        "SLACK_BOT_TOKEN is required",
-        "SLACK_APP_TOKEN is required in Socket Mode",
+        "SLACK_BOT_TOKEN is not set (the bot token, xoxb-",
+        "SLACK_APP_TOKEN is not set (Socket Mode's app-level token, xapp-",
         "GPUBOT_MAX_GPUS_PER_USER='lots': expected a whole number",
         "GPUBOT_DEFAULT_LEASE_HOURS='nan'",
         "GPUBOT_MAX_LEASE_HOURS='-1'",
@@ -108,10 +108,22 @@ def test_every_problem_is_reported_at_once() -> None:
         assert expected in message
 
 
+def test_the_problems_also_come_one_by_one_for_a_one_line_message() -> None:
+    with pytest.raises(settings.SettingsError) as raised:
+        settings.Settings.from_env({"SLACK_MODE": "http", "SLACK_BOT_TOKEN": "x", "PORT": "web"})
+    assert [p.split(" ")[0] for p in raised.value.problems] == ["SLACK_SIGNING_SECRET", "PORT='web':"]
+    assert raised.value.one_line() == "; ".join(raised.value.problems)
+    assert "\n" not in raised.value.one_line()
+    with pytest.raises(settings.SettingsError) as raised:
+        settings.load_profile_catalog("profiles:\n  t4: {maxCount: 0, pricePerHour: -1}\n")
+    assert raised.value.one_line().startswith("invalid GPU profiles: profiles.t4.maxCount: must be")
+    assert "; profiles.t4.pricePerHour:" in raised.value.one_line()
+
+
 @pytest.mark.parametrize(
     ("env", "problem"),
     [
-        ({"SLACK_MODE": "http", "SLACK_BOT_TOKEN": "x"}, "SLACK_SIGNING_SECRET is required in HTTP mode"),
+        ({"SLACK_MODE": "http", "SLACK_BOT_TOKEN": "x"}, "SLACK_SIGNING_SECRET is not set \\(HTTP mode's"),
         ({**SOCKET_ENV, "GPUBOT_DEFAULT_LEASE_HOURS": "30"}, "exceeds GPUBOT_MAX_LEASE_HOURS=24"),
         (
             {"SLACK_MODE": "http", "SLACK_BOT_TOKEN": "x", "SLACK_SIGNING_SECRET": "s", "PORT": "8080"},
