@@ -52,7 +52,7 @@ test: lint $(HELM)
 
 # The inner loop: pure units and the core, no servers.
 test-fast: dev
-	@$(BIN)/pytest -n 2 -m "not slow" tests/unit
+	@$(BIN)/pytest -n 2 tests/unit
 
 SOAK_WORKLOADS ?= 10000
 soak: dev

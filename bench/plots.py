@@ -1,6 +1,7 @@
 """The figures' pictures (matplotlib, Agg backend), from a run's results: latency distributions and API load.
 
-Needs the `bench` extra (`pip install -e '.[dev,bench]'`); the runner skips the plots, saying so, without it.
+Needs the `bench` dependency group (`make bench` installs it from uv.lock); the runner skips the plots,
+saying so, without it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ try:
 
     matplotlib.use("Agg")
     from matplotlib import pyplot
-except ImportError:  # the bench extra is not installed
+except ImportError:  # the bench group is not installed
     pass
 
 AVAILABLE = pyplot is not None

@@ -97,7 +97,7 @@ def probed_bot(
         slack.wait_until(lambda: get(port, "/readyz")[0] == 200, timeout=WAIT)
         yield bot, port
     finally:
-        handler.close()  # type: ignore[no-untyped-call]
+        app.hang_up(handler)
         bot.stop()
 
 

@@ -3,6 +3,7 @@ held is either rebuilt from the pods or said plainly to be missing."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -14,7 +15,10 @@ from tests.integration.botkit import CUDA, RUN, advance_until, step_reached
 from tests.restarts import ledger, processes
 from tests.restarts.conftest import BotFactory
 
-OUTAGE_SECONDS = 60.0
+# Everything the test does happens inside the outage; what is left of it is only waited out, on the wall clock
+# (no timer of the bot's counts Redis' absence, and its socket timeouts are 2 s). `make test` waits 15 s;
+# GPUBOT_REDIS_OUTAGE_SECONDS=60 gives the full minute of docs/reliability.md.
+OUTAGE_SECONDS = float(os.environ.get("GPUBOT_REDIS_OUTAGE_SECONDS", "15"))
 """Real seconds Redis stays down while users keep working."""
 SCALE = {"GPUBOT_SCALE_CHANNEL": "C_OPS", "GPUBOT_REAPER_INTERVAL_SECONDS": "1"}
 BOB_RUN = f"run {CUDA} -- python train.py"

@@ -27,6 +27,11 @@ REPLICA = {
     "GPUBOT_REAPER_INTERVAL_SECONDS": "1",
     "GPUBOT_MAX_GPUS_PER_USER": "4",
     "GPUBOT_FINISHED_RETENTION_MINUTES": "2",
+    # The Lease runs on the wall clock: a 6 s lease has the 30 s default's proportions (deadline 2/3 of it,
+    # a retry well inside) and lets the follower take over without the test waiting half a minute.
+    "GPUBOT_LEADER_LEASE_SECONDS": "6",
+    "GPUBOT_LEADER_RENEW_DEADLINE_SECONDS": "4",
+    "GPUBOT_LEADER_RETRY_SECONDS": "1",
 }
 EXPIRING = f"run {CUDA} --hours 1 -- python train.py"
 RELEASED = f"run {CUDA} -- python train.py"
@@ -83,6 +88,8 @@ def test_the_leader_killed_mid_stream_every_act_and_notice_happens_once(
     second.start()
     for user, text in STREAM:
         assert slack.type_command(user, "C_GPU", "/gpu", text).acked
+    # Every pod made before the clock moves, so the three one-hour leases end at one instant.
+    processes.wait(lambda: len(pods.created) == len(STREAM), what="every pod created")
     running = lambda: [p for p in sim.pods() if p["status"].get("phase") == "Running"]  # noqa: E731
     advance_until(sim, slack, lambda: len(running()) == 5 and len(ledger.roots(slack)) == len(STREAM))
     expiring = [name(p) for p in pods_of(sim, EXPIRING)]
