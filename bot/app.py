@@ -31,6 +31,7 @@ from bot.core import notices, pools, ports, warm, workloads
 from bot.core.ports import WatchCallback
 from bot.services import Services, launcher, leases, reaper, scale_notifier, tracker
 from bot.services import doctor as doctor_service
+from bot.services import logs as logs_service
 from bot.services import warm as warm_service
 
 logger = logging.getLogger(__name__)
@@ -317,6 +318,7 @@ def build(
         reaper=settings.reaper_policy(),
         security=settings.cluster.pod_security,
     )
+    lease_service = leases.Leases(cluster, chat, launch, clock=clock)
     services = Services(
         launcher=launcher.Launcher(
             cluster,
@@ -327,13 +329,15 @@ def build(
             telemetry=telemetry,
             replica=settings.leader.identity,
         ),
-        leases=leases.Leases(cluster, chat, launch, clock=clock),
+        leases=lease_service,
+        logs=logs_service.Logs(cluster, chat, lease_service),
         tracker=tracker.Tracker(
             chat,
             clock=clock,
             store=kept,
             prices={name: profile.price_per_hour for name, profile in catalog.profiles.items()},
             telemetry=telemetry,
+            read_log=cluster.read_log,
         ),
         store=kept,
         warmer=warm_service.Warmer(

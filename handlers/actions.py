@@ -11,6 +11,7 @@ from bot.services import Services
 RELEASE_ACTION = "gpubot_release"
 EXTEND_ACTION = "gpubot_extend"
 KEEP_ACTION = "gpubot_keep"
+LOGS_ACTION = "gpubot_logs"
 """Must equal `slack_render`'s action ids; handlers may not import adapters, so a test keeps them equal."""
 
 
@@ -22,7 +23,7 @@ def clicked(body: dict[str, Any]) -> tuple[str, str, str]:
 
 
 class LeaseButtons:
-    """Release, Extend and Keep: each value is the workload's `namespace/name`, the clicker is the actor."""
+    """Release, Extend, Keep and Logs: each value is the workload's `namespace/name`; the clicker acts."""
 
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -49,9 +50,14 @@ class LeaseButtons:
         if self._first(body):
             self.services.leases.keep_key(*clicked(body))
 
+    def run_logs(self, body: dict[str, Any]) -> None:
+        if self._first(body):
+            self.services.logs.logs_key(*clicked(body))
+
 
 def register(app: App, services: Services) -> None:
     buttons = LeaseButtons(services)
     app.action(RELEASE_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_release])
     app.action(EXTEND_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_extend])
     app.action(KEEP_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_keep])
+    app.action(LOGS_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_logs])

@@ -15,7 +15,7 @@ COMMAND = "/gpu"
 def ack_text(parsed: models.GpuCommand | models.UsageError) -> str | None:
     """What the user sees at once: the refusal, the help, a "requesting…", or nothing.
 
-    Status, release, extend and warm say nothing yet: their answer needs the cluster, and comes as an
+    Status, release, extend, logs and warm say nothing yet: their answer needs the cluster, and comes as an
     ephemeral.
     """
     if isinstance(parsed, models.UsageError):
@@ -65,6 +65,8 @@ class GpuCommand:
             self.services.launcher.handle(parsed, owner, channel, request_id=request_id)
         elif isinstance(parsed, models.ReleaseRequest | models.ExtendRequest):
             self.services.leases.handle(parsed, owner.user_id, channel)
+        elif isinstance(parsed, models.LogsRequest):
+            self.services.logs.handle(parsed, owner.user_id, channel)
         elif isinstance(parsed, models.WarmRequest) and self.services.warmer is not None:
             self.services.warmer.handle(parsed, owner.user_id, channel)
         elif isinstance(parsed, models.DoctorRequest) and self.services.doctor is not None:

@@ -61,6 +61,10 @@ class InformerSettings:
     """How long `stop()` waits for each informer thread."""
 
 
+LOG_LIMIT_BYTES = 1024 * 1024
+"""The most of a pod's output read at once: past this, `kubectl logs` is the tool."""
+
+
 # -- errors ------------------------------------------------------------------------------------------
 
 
@@ -483,6 +487,23 @@ class KubeCluster:
             return None
 
     # -- pods ----------------------------------------------------------------------------------
+    def read_log(self, namespace: str, name: str, *, tail_lines: int, previous: bool = False) -> str:
+        def attempt(_retried: bool) -> str:
+            with translated():
+                # Typed as str, but with `_preload_content=False` it is the raw urllib3 response.
+                response: Any = self.core.read_namespaced_pod_log(
+                    name,
+                    namespace,
+                    tail_lines=tail_lines,
+                    previous=previous,
+                    limit_bytes=LOG_LIMIT_BYTES,
+                    _preload_content=False,
+                    _request_timeout=self.requests.timeout,
+                )
+                return bytes(response.data).decode("utf-8", errors="replace")
+
+        return kube_retry.call(self.requests, f"reading the log of {namespace}/{name}", attempt)
+
     def create_pod(self, manifest: Mapping[str, Any]) -> workloads.Workload:
         """Create, retried: gpubot's pod names are deterministic, so a retry whose first attempt landed
         meets AlreadyExists, and a pod carrying every label and annotation we sent is that attempt."""
@@ -658,6 +679,7 @@ class KubeCluster:
             group=rule.group,
             namespace=rule.namespace or None,
             name=rule.name or None,
+            subresource=rule.subresource or None,
         )
         review = client.V1SelfSubjectAccessReview(
             spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes)

@@ -15,6 +15,7 @@ Block = dict[str, Any]
 RELEASE_ACTION = "gpubot_release"
 KEEP_ACTION = "gpubot_keep"
 EXTEND_ACTION = "gpubot_extend"
+LOGS_ACTION = "gpubot_logs"
 """Button action ids; handlers route clicks on them, and the value is the workload's `namespace/name`."""
 
 MAX_BLOCKS = 50
@@ -43,7 +44,18 @@ def render(notice: notices.Notice) -> Rendered:
         return render_episode(notice)
     if isinstance(notice, notices.Reminder):
         return render_reminder(notice)
-    return render_text(notice.text)
+    if isinstance(notice, notices.Reply) and notice.mention:
+        return mentioning(notice.mention, render_text(notice.text, notice.output))
+    return render_text(notice.text, notice.output)
+
+
+def mentioning(user: str, rendered: Rendered) -> Rendered:
+    """The user's mention before the text: in the fallback text, which is what notifies, and in the first
+    section, which is what is shown."""
+    tag = f"<@{escape(user)}> "
+    first, *rest = rendered.blocks
+    shown = {**first, "text": {**first["text"], "text": clip(tag + first["text"]["text"], SECTION_TEXT_MAX)}}
+    return Rendered(clip(tag + rendered.text, FALLBACK_TEXT_MAX), [shown, *rest])
 
 
 def render_reminder(reminder: notices.Reminder) -> Rendered:
@@ -57,9 +69,34 @@ def render_reminder(reminder: notices.Reminder) -> Rendered:
     return Rendered(fallback(reminder.text), blocks)
 
 
-def render_text(text: str) -> Rendered:
-    """A plain reply or ephemeral: escaped, split into sections that each fit."""
-    return Rendered(fallback(text), sections(text)[:MAX_BLOCKS])
+def render_text(text: str, output: tuple[str, ...] = ()) -> Rendered:
+    """A plain reply or ephemeral: escaped, split into sections that each fit; then the pod's output, if
+    any, as one code block of the last lines that fit in a section."""
+    if not output:
+        return Rendered(fallback(text), sections(text)[:MAX_BLOCKS])
+    blocks = sections(text)[: MAX_BLOCKS - 1]
+    blocks.append(section(code_block(output), block_id="gpubot_output"))
+    return Rendered(fallback(text), blocks)
+
+
+CODE_FENCE = "```"
+
+
+def code_block(lines: tuple[str, ...], limit: int = SECTION_TEXT_MAX) -> str:
+    """The last lines that fit in `limit` characters between fences, escaped; a fence inside the output is
+    broken with a zero-width space so it cannot end the block early. A lone line too long keeps its end."""
+    room = limit - 2 * len(CODE_FENCE) - 2
+    kept: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        shown = escape(line).replace(CODE_FENCE, "`\u200b``") or " "
+        if used + len(shown) + 1 > room:
+            if not kept:
+                kept.append("…" + shown[-(room - 1) :])
+            break
+        kept.append(shown)
+        used += len(shown) + 1
+    return CODE_FENCE + "\n" + "\n".join(reversed(kept)) + "\n" + CODE_FENCE
 
 
 def render_thread_status(status: notices.ThreadStatus) -> Rendered:
@@ -127,6 +164,8 @@ def button_row(workload: str, name: str, buttons: notices.Buttons) -> Block:
         elements.append(button("Extend lease", EXTEND_ACTION, value, style="primary"))
     if buttons.keep:
         elements.append(button("Keep it, I'm using it", KEEP_ACTION, value))
+    if buttons.logs:
+        elements.append(button("Logs", LOGS_ACTION, value))
     if buttons.release:
         release = button("Release GPU", RELEASE_ACTION, value, style="danger")
         release["confirm"] = {

@@ -34,6 +34,7 @@ USAGES = {
     "status": "/gpu status [all]",
     "release": "/gpu release [NAME|all]",
     "extend": "/gpu extend [NAME] [HOURS]",
+    "logs": "/gpu logs [NAME] [--tail N]",
     "warm": "/gpu warm [POOL min N DAYS HH:MM-HH:MM TIMEZONE | remove N]",
     "doctor": "/gpu doctor",
     "help": "/gpu help [COMMAND]",
@@ -51,6 +52,7 @@ SYNONYMS = {
     **dict.fromkeys(("ls", "list", "ps", "show", "info", "jobs"), "status"),
     **dict.fromkeys(("stop", "kill", "delete", "rm", "cancel", "terminate", "free", "end"), "release"),
     **dict.fromkeys(("renew", "more", "prolong", "keep"), "extend"),
+    **dict.fromkeys(("log", "output", "tail"), "logs"),
 }
 _BARE_COMMANDS = {name: f"/gpu {name}" for name in USAGES} | {"run": f"/gpu run {images.EXAMPLE_IMAGE}"}
 SHORT_OPTIONS = {"-g": "--gpus", "-t": "--type", "-c": "--cpu", "-m": "--memory", "-n": "--name"}
@@ -476,6 +478,33 @@ def _parse_extend(args: Sequence[str], text: str) -> models.ExtendRequest | mode
     return models.ExtendRequest(name=name, hours=hours)
 
 
+MAX_LOG_LINES = 10_000
+"""What `--tail` may ask for; past a screenful the answer comes as a file."""
+
+
+def _parse_logs(args: Sequence[str], text: str) -> models.LogsRequest | models.UsageError:
+    words = list(args)
+    tail = models.LogsRequest.tail
+    if "--tail" in words:
+        at = words.index("--tail")
+        value = words[at + 1] if at + 1 < len(words) else ""
+        if not _COUNT.fullmatch(value) or not 1 <= int(value) <= MAX_LOG_LINES:
+            return models.UsageError(
+                f"`--tail` takes a number of lines from 1 to {MAX_LOG_LINES:,}, not {value[:20]!r}.",
+                "/gpu logs --tail 100",
+            )
+        tail = int(value)
+        del words[at : at + 2]
+    if len(words) > 1 or (words and words[0].startswith("-")):
+        return models.UsageError("`/gpu logs` takes one workload name and `--tail N`.", USAGES["logs"])
+    name: str | models.UsageError | None = None
+    if words:
+        name = _check_workload_name(words[0], "/gpu logs NAME")
+    if isinstance(name, models.UsageError):
+        return name
+    return models.LogsRequest(name=name, tail=tail)
+
+
 _REMOVE_WORDS = frozenset({"remove", "rm", "delete", "del"})
 
 
@@ -521,6 +550,7 @@ _PARSERS: dict[str, Callable[[Sequence[str], str], models.GpuCommand | models.Us
     "status": _parse_status,
     "release": _parse_release,
     "extend": _parse_extend,
+    "logs": _parse_logs,
     "warm": _parse_warm,
     "doctor": _parse_doctor,
     "help": _parse_help,
@@ -549,6 +579,12 @@ HELP: dict[str, str] = {
         "  HOURS    e.g. `2`, `1.5` or `90m` (default: the default lease's length)\n"
         "A lease's whole length is capped; the refusal says how much still fits. Owner or admin only.\n"
         "Example: `/gpu extend my-training 2`"
+    ),
+    "logs": (
+        "Your workload's output, only to you: its last 50 lines, or `--tail N` of them.\n"
+        "  NAME     which workload (default: your latest)\n"
+        "The owner and admins may read a workload's output.\n"
+        "Example: `/gpu logs my-training --tail 200`"
     ),
     "warm": (
         "Pre-warm schedules: keep nodes of a pool up at set hours, so the first run there starts at once.\n"

@@ -8,6 +8,7 @@ known (a pool at zero nodes with no cloud template read) is a warning, never a p
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from bot.core import doctor_autoscaler, doctor_pools, doctor_scheduling, labels
 from bot.core.doctor_facts import EKS, AccessRule, Check, Facts, Status
@@ -16,10 +17,12 @@ GPU = labels.GPU_RESOURCE
 
 
 def required_access(namespace: str, *, warm_configmap: str = "") -> tuple[AccessRule, ...]:
-    """Everything gpubot does to the cluster, as RBAC verbs: its pods, events and Lease, nodes, CA status,
-    the pods on GPU nodes anywhere (to say why a pool will not drain) and the warm schedules' ConfigMap."""
+    """Everything gpubot does to the cluster, as RBAC verbs: its pods and their logs, events and Lease,
+    nodes, CA status, the pods on GPU nodes anywhere (to say why a pool will not drain) and the warm
+    schedules' ConfigMap."""
     pod_verbs = ("create", "delete", "get", "list", "watch", "patch")
     pods = [AccessRule(v, "pods", namespace=namespace) for v in pod_verbs]
+    logs = AccessRule("get", "pods", namespace=namespace, subresource="log")
     events = [AccessRule(v, "events", namespace=namespace) for v in ("list", "watch")]
     nodes = [AccessRule(v, "nodes") for v in ("list", "watch")]
     leases = [AccessRule(v, "leases", "coordination.k8s.io", namespace) for v in ("get", "create", "update")]
@@ -30,7 +33,7 @@ def required_access(namespace: str, *, warm_configmap: str = "") -> tuple[Access
         for v in ("get", "watch", "update")
         if warm_configmap
     ]
-    return (*pods, *events, *nodes, *leases, status, everywhere, *warm)
+    return (*pods, logs, *events, *nodes, *leases, status, everywhere, *warm)
 
 
 SLACK_MARKS = {
@@ -163,7 +166,7 @@ def summarise(rules: Iterable[AccessRule]) -> str:
     """`pods create/delete in default; nodes list/watch`: verbs grouped by what they act on."""
     grouped: dict[str, list[str]] = {}
     for rule in rules:
-        target = str(AccessRule("", rule.resource, rule.group, rule.namespace, rule.name)).strip()
+        target = str(replace(rule, verb="")).strip()
         grouped.setdefault(target, []).append(rule.verb)
     parts = []
     for target, verbs in grouped.items():

@@ -166,9 +166,12 @@ class AccessRule:
     group: str = ""
     namespace: str = ""
     name: str = ""
+    subresource: str = ""
+    """e.g. `log` for `pods/log`, which RBAC grants apart from the pods themselves."""
 
     def __str__(self) -> str:
-        resource = f"{self.resource}.{self.group}" if self.group else self.resource
+        plain = f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+        resource = f"{plain}.{self.group}" if self.group else plain
         named = f"{resource}/{self.name}" if self.name else resource
         return f"{self.verb} {named}" + (f" in {self.namespace}" if self.namespace else "")
 

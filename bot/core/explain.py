@@ -125,12 +125,41 @@ def slow_provisioning(minutes: float, usual: float | None) -> Problem:
     )
 
 
-def finished(phase: str, exit_code: int | None, reason: str) -> str:
+EXIT_MEANINGS: dict[int, str] = {
+    1: "the program reported an error; its last lines say which",
+    2: "wrong arguments or shell syntax",
+    126: "the command exists but could not run: not executable, or no permission",
+    127: "command not found: check its spelling and that the image has it on its PATH",
+    137: "killed by SIGKILL: most often out of memory, or stopped by force",
+    139: "crashed with a segmentation fault (SIGSEGV)",
+    143: "stopped by SIGTERM: the pod was asked to shut down",
+}
+"""What an exit status usually means. 126, 127 and 128+N for a signal are the shell's (GNU Bash manual,
+"Exit Status"); 1 and 2 are the common conventions (Bash: 2 for a builtin's misuse)."""
+
+
+def exit_meaning(exit_code: int) -> str:
+    if exit_code in EXIT_MEANINGS:
+        return EXIT_MEANINGS[exit_code]
+    if 128 < exit_code < 160:
+        return f"ended by signal {exit_code - 128}"
+    return ""
+
+
+def finished(phase: str, exit_code: int | None, reason: str, *, ran: str = "", restarts: int = 0) -> str:
+    """How a run ended, in a line: "failed after 3m05s: the command exited 127 (command not found: …)".
+    `ran` is how long it ran, when its start is known; restarts are said when there were any."""
+    after = f" after {ran}" if ran else ""
+    restarted = f", after {restarts} restart{'' if restarts == 1 else 's'}" if restarts else ""
     if phase == "Succeeded":
-        return "finished: the command exited 0"
+        return f"finished{after}: the command exited 0"
     if reason == "OOMKilled":
-        return "failed: out of memory (OOMKilled)"
-    return f"failed: the command exited {exit_code}" if exit_code is not None else "failed"
+        return f"failed{after}: out of memory (OOMKilled, exit 137){restarted}"
+    if exit_code is None:
+        return f"failed{after}{restarted}"
+    meaning = exit_meaning(exit_code)
+    said = f" ({meaning})" if meaning else ""
+    return f"failed{after}: the command exited {exit_code}{said}{restarted}"
 
 
 def _quoted(message: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from bot.core import explain
+from bot.core import explain, notices
 
 
 class Step(enum.IntEnum):
@@ -230,7 +230,11 @@ def _on_pod(progress: Progress, seen: PodSeen) -> tuple[Progress, list[Milestone
         out += step
     if seen.phase in ("Succeeded", "Failed"):
         outcome = Outcome.SUCCEEDED if seen.phase == "Succeeded" else Outcome.FAILED
-        text = explain.finished(seen.phase, seen.exit_code, seen.terminated_reason)
+        started = progress.at(Step.RUNNING)
+        ran = notices.format_elapsed((seen.at - started).total_seconds()) if started else ""
+        text = explain.finished(
+            seen.phase, seen.exit_code, seen.terminated_reason, ran=ran, restarts=seen.restarts
+        )
         progress = replace(progress, outcome=outcome)
         out.append(Milestone(None, seen.at, text, outcome=outcome))
     return progress, out

@@ -103,6 +103,14 @@ class ExtendRequest:
 
 
 @dataclass(frozen=True)
+class LogsRequest:
+    """`/gpu logs [NAME] [--tail N]`: a workload's output, the last `tail` lines."""
+
+    name: str | None = None
+    tail: int = 50
+
+
+@dataclass(frozen=True)
 class HelpRequest:
     """`/gpu help [COMMAND]`."""
 
@@ -147,7 +155,14 @@ class WarmRequest:
 
 
 GpuCommand = (
-    RunRequest | StatusRequest | ReleaseRequest | ExtendRequest | HelpRequest | DoctorRequest | WarmRequest
+    RunRequest
+    | StatusRequest
+    | ReleaseRequest
+    | ExtendRequest
+    | LogsRequest
+    | HelpRequest
+    | DoctorRequest
+    | WarmRequest
 )
 
 

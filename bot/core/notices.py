@@ -35,10 +35,12 @@ class Buttons:
     extend: bool = False
     keep: bool = False
     """Keep an idle workload: the owner still needs it."""
+    logs: bool = False
+    """Show the pod's output: once its container has started, while the pod exists."""
 
     @property
     def any(self) -> bool:
-        return self.release or self.extend or self.keep
+        return self.release or self.extend or self.keep or self.logs
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,10 @@ class Reply:
     """A message in a workload's thread: a milestone worth a notification, or a confirmation."""
 
     text: str
+    output: tuple[str, ...] = ()
+    """The last lines of the pod's output, shown as a code block under the text (a failure's evidence)."""
+    mention: str = ""
+    """A Slack user id to @-mention at the start, so a moment that matters notifies its owner."""
 
 
 @dataclass(frozen=True)
@@ -100,9 +106,11 @@ class Reminder:
 
 @dataclass(frozen=True)
 class Ephemeral:
-    """An answer only the person who asked sees: usage errors, `/gpu status`, refusals."""
+    """An answer only the person who asked sees: usage errors, `/gpu status`, refusals, `/gpu logs`."""
 
     text: str
+    output: tuple[str, ...] = ()
+    """Lines of a pod's output, shown as a code block under the text; the renderer keeps the last that fit."""
 
 
 @dataclass(frozen=True)

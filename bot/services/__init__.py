@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.core import ports
-from bot.services import doctor, launcher, leases, tracker, warm
+from bot.services import doctor, launcher, leases, logs, tracker, warm
 
 DELIVERY_TTL_SECONDS = 3600
 """Slack redelivers within minutes; an hour of memory per request id is ample and cheap."""
@@ -20,6 +20,7 @@ class Services:
     launcher: launcher.Launcher
     tracker: tracker.Tracker
     leases: leases.Leases
+    logs: logs.Logs
     store: ports.Store | None = None
     warmer: warm.Warmer | None = None
     doctor: doctor.SlackDoctor | None = None

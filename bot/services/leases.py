@@ -121,7 +121,7 @@ class Leases:
         for going in [w for w in targets if w.deletion_requested]:  # a second press, or a slow Slack
             self._tell(channel, actor, f"`{going.name}` is being released already.")
         targets = [w for w in targets if not w.deletion_requested]
-        allowed = [w for w in targets if self._may_change(w, actor, channel, "release")]
+        allowed = [w for w in targets if self.may_act(w, actor, channel, "release")]
         released = [w.name for w in allowed if self._delete(w, actor)]
         if released:
             names = ", ".join(f"`{name}`" for name in released)
@@ -132,7 +132,7 @@ class Leases:
         self, request: models.ReleaseRequest, actor: str, channel: str
     ) -> list[workloads.Workload]:
         if request.name:
-            found = self._find(request.name, actor, channel)
+            found = self.find(request.name, actor, channel)
             return [found] if found is not None else []
         mine = [w for w in self._cluster.list_workloads(actor) if not w.deletion_requested]
         if not mine:
@@ -159,7 +159,7 @@ class Leases:
     def extend(self, request: models.ExtendRequest, actor: str, channel: str) -> reaping.Extension | None:
         """Push the named (or the actor's only live) workload's lease end; None when nothing changed."""
         target = self._extend_target(request, actor, channel)
-        if target is None or not self._may_change(target, actor, channel, "extend"):
+        if target is None or not self.may_act(target, actor, channel, "extend"):
             return None
         now = self._clock()
         written = write_audited(
@@ -215,7 +215,7 @@ class Leases:
         self, request: models.ExtendRequest, actor: str, channel: str
     ) -> workloads.Workload | None:
         if request.name:
-            found = self._find(request.name, actor, channel)
+            found = self.find(request.name, actor, channel)
             return found if found is not None and self._still_live(found, actor, channel) else None
         mine = [w for w in self._cluster.list_workloads(actor) if launcher.is_live(w)]
         if len(mine) == 1:
@@ -236,10 +236,10 @@ class Leases:
     # -- the Keep button ---------------------------------------------------------------------------
     def keep(self, name: str, actor: str, channel: str) -> datetime | None:
         """The owner answers an idle warning: no idle release for one more idle window."""
-        found = self._find(name, actor, channel)
+        found = self.find(name, actor, channel)
         if found is None or not self._still_live(found, actor, channel, verb="keep"):
             return None
-        if not self._may_change(found, actor, channel, "keep"):
+        if not self.may_act(found, actor, channel, "keep"):
             return None
         now = self._clock()
         until = (now + self._settings.reaper.idle_window).replace(microsecond=0)
@@ -256,7 +256,8 @@ class Leases:
         return until
 
     # -- shared ------------------------------------------------------------------------------------
-    def _find(self, name: str, actor: str, channel: str) -> workloads.Workload | None:
+    def find(self, name: str, actor: str, channel: str) -> workloads.Workload | None:
+        """The named workload, or None after telling the actor there is none."""
         found = self._cluster.get_workload(self._settings.namespace, name)
         if found is None:
             self._tell(channel, actor, f"There is no gpubot workload `{name}`. Try: `/gpu status`")
@@ -276,14 +277,17 @@ class Leases:
         )
         return False
 
-    def _may_change(self, workload: workloads.Workload, actor: str, channel: str, verb: str) -> bool:
+    def may_act(
+        self, workload: workloads.Workload, actor: str, channel: str, verb: str, *, what: str = "it"
+    ) -> bool:
+        """The owner or an admin may; anyone else is told whose it is, and nothing happens."""
         if workload.owner_id == actor or self._settings.policy.is_admin(actor):
             return True
         self._tell(
             channel,
             actor,
             f"`{workload.name}` belongs to {workload.requester_name or workload.owner_id}; "
-            f"only its owner or an admin may {verb} it. Try: `/gpu status`",
+            f"only its owner or an admin may {verb} {what}. Try: `/gpu status`",
         )
         return False
 

@@ -115,6 +115,13 @@ def lease_text(lease_end: datetime | None, now: datetime) -> str:
     return f"{lease_clock(lease_end)} (in {lease_left(lease_end, now)})"
 
 
+def has_output(progress: lifecycle.Progress) -> bool:
+    """The container has started and the pod is still there, so `pods/log` has something to give."""
+    if progress.outcome is not None:
+        return progress.outcome is not lifecycle.Outcome.DELETED
+    return progress.at(Step.RUNNING) is not None
+
+
 def thread_status(thread: Thread, *, now: datetime, wall: datetime, note: str = "") -> notices.ThreadStatus:
     """The edited root message; `now` is the cluster's latest time (step timing), `wall` the lease clock."""
     workload, over, lease = thread.workload, thread.progress.outcome is not None, thread.workload.lease_end
@@ -131,9 +138,17 @@ def thread_status(thread: Thread, *, now: datetime, wall: datetime, note: str = 
         outcome=thread.outcome_text if over else "",
         lease_end="" if over or lease is None else lease_clock(lease),
         lease_left="" if over or lease is None else lease_left(lease, wall),
-        buttons=notices.Buttons(release=not over, extend=not over),
+        buttons=notices.Buttons(release=not over, extend=not over, logs=has_output(thread.progress)),
         note="" if over else note,
     )
+
+
+def tells_the_owner(milestone: lifecycle.Milestone) -> bool:
+    """The moments the owner is waiting for, worth a notification: it runs, it is over (not a deletion,
+    which whoever deleted it says)."""
+    if milestone.outcome is not None:
+        return milestone.outcome is not lifecycle.Outcome.DELETED
+    return milestone.step is Step.RUNNING and not milestone.late
 
 
 def milestone_reply(milestone: lifecycle.Milestone) -> notices.Reply | None:

@@ -20,9 +20,20 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
-from bot.core import costs, explain, lifecycle, notices, podspec, ports, provisioning, reminders, workloads
+from bot.core import (
+    costs,
+    errors,
+    explain,
+    lifecycle,
+    notices,
+    podspec,
+    ports,
+    provisioning,
+    reminders,
+    workloads,
+)
 from bot.services import chat, status
 
 logger = logging.getLogger(__name__)
@@ -55,6 +66,14 @@ class Drain:
     released_at: datetime
 
 
+FAILURE_LINES = 20
+"""The last lines of a failed run's output shown in its thread; `/gpu logs` shows more."""
+
+
+class ReadLog(Protocol):
+    def __call__(self, namespace: str, name: str, *, tail_lines: int) -> str: ...
+
+
 def wall_clock() -> datetime:
     return datetime.now(UTC)
 
@@ -68,9 +87,12 @@ class Tracker:
         store: ports.Store | None = None,
         prices: Mapping[str, float] | None = None,
         telemetry: ports.Telemetry = ports.NO_TELEMETRY,
+        read_log: ReadLog | None = None,
     ) -> None:
-        """`store` keeps each pool's past scale-up durations, for the ETA and the slow-node warning."""
+        """`store` keeps each pool's past scale-up durations, for the ETA and the slow-node warning;
+        `read_log` gives a failed run's last lines for the reply that says it failed."""
         self._telemetry = telemetry
+        self._read_log = read_log
         self._chat = chat_port
         self._clock = clock
         self._store = store
@@ -387,10 +409,26 @@ class Tracker:
             self._shown[key] = shown
         for milestone in milestones:
             reply = status.milestone_reply(milestone)
-            if reply is not None and milestone.outcome is not None and ending:
-                reply, ending = notices.Reply(f"{reply.text} {ending}"), ""
-            if reply is not None:
-                self._chat.reply(workload.channel, workload.thread_ts, reply)
+            if reply is None:
+                continue
+            if milestone.outcome is not None and ending:
+                reply, ending = replace(reply, text=f"{reply.text} {ending}"), ""
+            if milestone.outcome is lifecycle.Outcome.FAILED:
+                reply = replace(reply, output=self._last_lines(workload))
+            if status.tells_the_owner(milestone):
+                reply = replace(reply, mention=workload.owner_id)
+            self._chat.reply(workload.channel, workload.thread_ts, reply)
+
+    def _last_lines(self, workload: workloads.Workload) -> tuple[str, ...]:
+        """A failed run's evidence; none when its output cannot be read (the reply still says it failed)."""
+        if self._read_log is None:
+            return ()
+        try:
+            output = self._read_log(workload.namespace, workload.name, tail_lines=FAILURE_LINES)
+        except errors.GpubotError as err:
+            logger.info("no output for %s: %s", workload.key, err)
+            return ()
+        return tuple(output.splitlines())
 
 
 def _may_bring(progress: lifecycle.Progress, known: KnownNode) -> bool:

@@ -34,6 +34,7 @@ def expected_rbac(
     return {
         ("Role", workload, release): {
             rule(CORE, "pods", {"create", "delete", "get", "list", "watch", "patch"}),
+            rule(CORE, "pods/log", {"get"}),
             rule(CORE, "events", READ),
             rule(CORE, "configmaps", {"create"}),
             rule(CORE, "configmaps", READ | {"update"}, ("gpubot-warm",)),
@@ -109,6 +110,7 @@ def client_calls(*, workload: str, lease: str) -> dict[str, list[Request]]:
         "delete_namespaced_pod": [Request(workload, CORE, "pods", "delete")],
         "patch_namespaced_pod": [Request(workload, CORE, "pods", "patch")],
         "read_namespaced_pod": [Request(workload, CORE, "pods", "get")],
+        "read_namespaced_pod_log": [Request(workload, CORE, "pods/log", "get")],
         # Informers list, then watch from the list's resourceVersion.
         "list_namespaced_pod": [
             Request(workload, CORE, "pods", "list"),

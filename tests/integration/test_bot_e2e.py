@@ -85,7 +85,7 @@ def test_run_walks_the_thread_through_every_step(
     ):  # fmt: skip
         assert word in line, lines
     assert " · " in lines[1] and "after the request" in lines[-1]
-    said = slack.wait_until(lambda: (r := replies(slack, root)) and r[-1] == "Running" and r, timeout=WAIT)
+    said = slack.wait_until(lambda: (r := replies(slack, root)) and r[-1] == "<@U_ALICE> Running" and r, timeout=WAIT)
     assert said[0].startswith("Scale-up triggered: gpu-pool 0→1"), said
     assert any("is Ready" in text for text in said)
     assert len(gpubot_pods(sim)) == 1
@@ -177,7 +177,7 @@ def test_restart_mid_provisioning_resumes_the_thread(
     with running_bot(config, slack):
         advance_until(sim, slack, headline_is(slack, "Running on"))
         said = slack.wait_until(
-            lambda: (r := replies(slack, root)) and r[-1] == "Running" and r, timeout=WAIT
+            lambda: (r := replies(slack, root)) and r[-1] == "<@U_ALICE> Running" and r, timeout=WAIT
         )
     assert len(gpubot_pods(sim)) == 1 and len(roots(slack)) == 1
     assert said[: len(said_before)] == said_before
@@ -188,6 +188,7 @@ def test_the_button_ids_match_the_renderer() -> None:
     assert actions.RELEASE_ACTION == slack_render.RELEASE_ACTION
     assert actions.EXTEND_ACTION == slack_render.EXTEND_ACTION
     assert actions.KEEP_ACTION == slack_render.KEEP_ACTION
+    assert actions.LOGS_ACTION == slack_render.LOGS_ACTION
 
 
 def test_the_scale_channel_gets_one_message_per_episode(

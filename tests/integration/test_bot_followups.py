@@ -180,11 +180,11 @@ def test_two_replicas_speak_once_and_the_follower_takes_over(
             advance_until(sim, slack, headline_is(slack, "Scale-up triggered"))
             first.stop()  # the leader leaves (and releases the Lease)
             slack.wait_until(lambda: second.leading, timeout=WAIT)
-            advance_until(sim, slack, lambda: "Running" in replies(slack, root))
+            advance_until(sim, slack, lambda: "<@U_ALICE> Running" in replies(slack, root))
             assert second.outbox.flush(WAIT)
     said = replies(slack, root)
     assert len(roots(slack)) == 1 and len(gpubot_pods(sim)) == 1
-    assert said.count("Running") == 1 and sum("Scale-up triggered" in r for r in said) == 1, said
+    assert said.count("<@U_ALICE> Running") == 1 and sum("Scale-up triggered" in r for r in said) == 1, said
 
 
 CLOCKS = (

@@ -663,7 +663,8 @@ def test_required_access_is_what_gpubot_does() -> None:
     rules = [str(rule) for rule in doctor.required_access("ml")]
     assert rules == [
         "create pods in ml", "delete pods in ml", "get pods in ml", "list pods in ml", "watch pods in ml",
-        "patch pods in ml", "list events in ml", "watch events in ml", "list nodes", "watch nodes",
+        "patch pods in ml", "get pods/log in ml", "list events in ml", "watch events in ml", "list nodes",
+        "watch nodes",
         "get leases.coordination.k8s.io in ml", "create leases.coordination.k8s.io in ml",
         "update leases.coordination.k8s.io in ml", "get configmaps/cluster-autoscaler-status in kube-system",
         "list pods",
@@ -685,12 +686,13 @@ def test_permissions() -> None:
     allowed = tuple(AccessAnswer(rule, True) for rule in rules)
     assert permissions_check(Permissions(allowed)) == (
         Status.PASS,
-        "all 15 permissions gpubot needs are granted to the credentials doctor runs with: pods "
-        "create/delete/get/list/watch/patch in default; events list/watch in default; nodes list/watch; "
+        "all 16 permissions gpubot needs are granted to the credentials doctor runs with: pods "
+        "create/delete/get/list/watch/patch in default; pods/log get in default; "
+        "events list/watch in default; nodes list/watch; "
         "leases.coordination.k8s.io get/create/update in default; "
         "configmaps/cluster-autoscaler-status get in kube-system; pods list",
     )
-    denied = (AccessAnswer(rules[0], False), AccessAnswer(rules[9], False), *allowed[1:9])
+    denied = (AccessAnswer(rules[0], False), AccessAnswer(rules[10], False), *allowed[1:10])
     assert permissions_check(Permissions(denied)) == (
         Status.FAIL,
         "denied: create pods in default; watch nodes",

@@ -123,9 +123,15 @@ def test_image_pull_failure_names_the_image() -> None:
             "failed: the command exited 3",
         ),
         (
+            PodSeen(at(9), "Failed", exit_code=127, terminated_reason="Error", restarts=2),
+            Outcome.FAILED,
+            "failed: the command exited 127 (command not found: check its spelling and that the image has "
+            "it on its PATH), after 2 restarts",
+        ),
+        (
             PodSeen(at(9), "Failed", exit_code=137, terminated_reason="OOMKilled"),
             Outcome.FAILED,
-            "failed: out of memory (OOMKilled)",
+            "failed: out of memory (OOMKilled, exit 137)",
         ),
         (PodSeen(at(9), "Running", deleted=True), Outcome.DELETED, "deleted"),
     ],
@@ -156,3 +162,24 @@ def test_a_step_seen_after_a_later_one_is_recorded_late_not_lost() -> None:
     assert progress.step is Step.SCHEDULED
     assert progress.at(Step.GPU_READY) == at(279)
     assert [(m.step, m.late) for m in milestones[-2:]] == [(Step.SCHEDULED, False), (Step.GPU_READY, True)]
+
+
+def test_an_ending_says_how_long_it_ran_since_running() -> None:
+    running = PodSeen(at(60), "Running", node="gpu-1")
+    failed = PodSeen(at(60 + 185), "Failed", node="gpu-1", exit_code=1, terminated_reason="Error")
+    _, milestones = feed([running, failed])
+    assert milestones[-1].text == (
+        "failed after 3m05s: the command exited 1 (the program reported an error; its last lines say which)"
+    )
+    _, milestones = feed([running, PodSeen(at(60 + 42 * 60), "Succeeded", node="gpu-1", exit_code=0)])
+    assert milestones[-1].text == "finished after 42m00s: the command exited 0"
+
+
+@pytest.mark.parametrize(
+    ("code", "meaning"),
+    [(2, "wrong arguments"), (126, "could not run"), (139, "segmentation fault"), (143, "SIGTERM"),
+     (130, "signal 2"), (3, "")],
+)  # fmt: skip
+def test_exit_codes_are_told_in_plain_words(code: int, meaning: str) -> None:
+    said = explain.exit_meaning(code)
+    assert (meaning in said) if meaning else said == ""
