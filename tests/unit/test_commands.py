@@ -311,3 +311,33 @@ def test_warm_adds_a_schedule_typed_with_or_without_add() -> None:
 def test_warm_and_doctor_refusals(text: str, says: str) -> None:
     refused = commands.parse_gpu_command(text)
     assert isinstance(refused, models.UsageError) and says in refused.problem
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("logs", models.LogsRequest()),
+        ("logs train-1", models.LogsRequest(name="train-1")),
+        ("logs --tail 200", models.LogsRequest(tail=200)),
+        ("logs train-1 --tail 5", models.LogsRequest(name="train-1", tail=5)),
+        ("logs --tail 5 train-1", models.LogsRequest(name="train-1", tail=5)),
+    ],
+)
+def test_logs_names_a_workload_and_how_many_lines(text: str, expected: models.LogsRequest) -> None:
+    assert commands.parse_gpu_command(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("logs --tail", "`--tail` takes a number of lines from 1 to 10,000"),
+        ("logs --tail 0", "not '0'"),
+        ("logs --tail 99999", "not '99999'"),
+        ("logs a b", "takes one workload name"),
+        ("logs -f", "takes one workload name"),
+        ("log train-1", "did you mean `logs`?"),
+    ],
+)
+def test_logs_refusals_say_what_to_type(text: str, says: str) -> None:
+    parsed = commands.parse_gpu_command(text)
+    assert isinstance(parsed, models.UsageError) and says in parsed.message

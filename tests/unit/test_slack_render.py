@@ -160,3 +160,34 @@ def test_format_cost(dollars: float, text: str) -> None:
 def test_format_gpus() -> None:
     assert notices.format_gpus(1, "t4") == "1 GPU (t4)"
     assert notices.format_gpus(4, "a100") == "4 GPUs (a100)"
+
+
+def test_a_mention_notifies_its_user_and_the_text_stays_escaped() -> None:
+    rendered = slack_render.render(notices.Reply("Running <now>", mention="U_ALICE"))
+    assert rendered.text == "<@U_ALICE> Running &lt;now&gt;"
+    assert rendered.blocks[0]["text"]["text"] == rendered.text
+
+
+def test_output_is_one_code_block_of_the_last_lines_that_fit() -> None:
+    lines = tuple(f"step {i} <ok> & done" for i in range(5000))
+    rendered = slack_render.render(notices.Ephemeral("The last 5000 lines of `x`:", lines))
+    block = rendered.blocks[-1]
+    text = block["text"]["text"]
+    assert block["block_id"] == "gpubot_output" and len(text) <= slack_render.SECTION_TEXT_MAX
+    assert text.startswith("```\n") and text.endswith("\nstep 4999 &lt;ok&gt; &amp; done\n```")
+    assert text.count("```") == 2 and "step 0 " not in text
+
+
+def test_a_fence_in_the_output_cannot_end_the_block_and_a_huge_line_keeps_its_end() -> None:
+    fenced = slack_render.code_block(("```", "after"))
+    assert fenced.count("```") == 2 and fenced.endswith("after\n```")
+    huge = slack_render.code_block(("x" * 10_000 + "END",))
+    assert len(huge) <= slack_render.SECTION_TEXT_MAX and huge.endswith("END\n```")
+
+
+def test_the_logs_button_comes_with_its_action_id() -> None:
+    status = notices.ThreadStatus(
+        "ml", "train-1", "U_ALICE", "img", 1, "t4", "Failed", buttons=notices.Buttons(logs=True)
+    )
+    (button,) = slack_render.render(status).blocks[-1]["elements"]
+    assert (button["action_id"], button["value"]) == (slack_render.LOGS_ACTION, "ml/train-1")

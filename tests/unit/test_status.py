@@ -94,3 +94,41 @@ def test_each_pool_is_priced_by_its_own_nodes() -> None:
         ("a100-pool", "≈ $3.67/h now"),
         ("gpu-pool", "≈ $1.08/h now"),
     ]
+
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+Step, Outcome = lifecycle.Step, lifecycle.Outcome
+
+
+@pytest.mark.parametrize(
+    ("progress", "shown"),
+    [
+        (lifecycle.Progress(T0), False),
+        (lifecycle.Progress(T0, reached=((Step.SCHEDULED, T0),)), False),
+        (lifecycle.Progress(T0, reached=((Step.RUNNING, T0),)), True),
+        (lifecycle.Progress(T0, outcome=Outcome.FAILED), True),
+        (lifecycle.Progress(T0, outcome=Outcome.SUCCEEDED), True),
+        (lifecycle.Progress(T0, reached=((Step.RUNNING, T0),), outcome=Outcome.DELETED), False),
+    ],
+)
+def test_the_logs_button_shows_while_there_is_output_to_read(
+    progress: lifecycle.Progress, shown: bool
+) -> None:
+    assert status.has_output(progress) is shown
+
+
+@pytest.mark.parametrize(
+    ("milestone", "mentioned"),
+    [
+        (lifecycle.Milestone(Step.RUNNING, T0, "Running"), True),
+        (lifecycle.Milestone(Step.RUNNING, T0, "Running", late=True), False),
+        (lifecycle.Milestone(Step.SCALE_UP, T0, "Scale-up triggered"), False),
+        (lifecycle.Milestone(None, T0, "failed", outcome=Outcome.FAILED), True),
+        (lifecycle.Milestone(None, T0, "finished", outcome=Outcome.SUCCEEDED), True),
+        (lifecycle.Milestone(None, T0, "deleted", outcome=Outcome.DELETED), False),
+    ],
+)
+def test_the_owner_is_mentioned_when_it_runs_and_when_it_ends(
+    milestone: lifecycle.Milestone, mentioned: bool
+) -> None:
+    assert status.tells_the_owner(milestone) is mentioned
