@@ -56,7 +56,15 @@ async def serve(
     if options.follow:
         response.enable_chunked_encoding()
     await response.prepare(request)
-    writer = _Writer(response, store, options)
+    try:
+        await _stream(_Writer(response, store, options), log, options, since)
+        await response.write_eof()
+    except ConnectionResetError:  # the client hung up (kubectl logs -f interrupted)
+        pass
+    return response
+
+
+async def _stream(writer: _Writer, log: logs.ContainerLog, options: Options, since: float | None) -> None:
     sent = len(log.entries)
     await writer.write(logs.select(log.entries[:sent], tail=options.tail_lines, since=since))
     while options.follow and not writer.full and (sent < len(log.entries) or not log.closed):
@@ -66,8 +74,6 @@ async def serve(
         await writer.write(logs.select(fresh, tail=None, since=since))
         if sent == len(log.entries) and not log.closed:
             await changed.wait()
-    await response.write_eof()
-    return response
 
 
 class _Writer:

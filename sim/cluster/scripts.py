@@ -228,6 +228,7 @@ class _Run:
     status: int = 0
     chunks: list[Chunk] = field(default_factory=list)
     busy: bool = False
+    growth: Growth | None = None
 
     def program(self, statements: list[Statement]) -> Program:
         for connector, pipeline in statements:
@@ -238,13 +239,18 @@ class _Run:
                 return ended
         return self.end(self.t, self.status)
 
-    def end(self, at: float | None, code: int = 0, growth: Growth | None = None) -> Program:
-        return Program(tuple(self.chunks), at, code, growth, self.busy)
+    def end(self, at: float | None, code: int = 0) -> Program:
+        return Program(tuple(self.chunks), at, code, self.growth, self.busy)
 
     def pipeline(self, pipeline: Pipeline) -> Program | None:
         if _grows_without_bound(pipeline):
-            return self.end(None, growth=Growth(self.t, math.inf))
+            self.grow(math.inf)
+            return self.end(None)
         return self.command(pipeline[-1])
+
+    def grow(self, size: float) -> None:
+        """Memory grows from now to `size`; only the first growth counts (the container dies of it or not)."""
+        self.growth = self.growth or Growth(self.t, size)
 
     def command(self, command: Command) -> Program | None:
         argv = command.argv
@@ -285,10 +291,12 @@ class _Run:
         workers = int(_option(args, "--vm", "1") or 1)
         size = _bytes(_option(args, "--vm-bytes", "")) or STRESS_DEFAULT_BYTES
         timeout = duration(_option(args, "--timeout", "") or "infinity")
-        growth = Growth(self.t, float(workers * size)) if "--vm" in args else None
+        if "--vm" in args:
+            self.grow(float(workers * size))
         if timeout is None:
-            return self.end(None, growth=growth)
+            return self.end(None)
         self.t += timeout
+        self.status = 0
         return None
 
 
