@@ -29,8 +29,10 @@ from sim.cluster import (
     errors,
     events,
     faults,
+    logs,
     messages,
     patches,
+    podlogs,
     resources,
     schema,
     selectors,
@@ -71,9 +73,12 @@ class Options:
 
 
 class ApiServer:
-    def __init__(self, store: Store, options: Options | None = None) -> None:
+    def __init__(
+        self, store: Store, options: Options | None = None, *, kept: logs.LogStore | None = None
+    ) -> None:
         self.store = store
         self.options = options or Options()
+        self.logs = kept or logs.LogStore()
         self.traffic = traffic.Traffic()
         self.faults = faults.ApiFaults(store)
 
@@ -129,6 +134,10 @@ class ApiServer:
     async def _route(self, request: web.Request, target: Target, watching: bool) -> web.StreamResponse:
         method = request.method
         is_collection = not target.name
+        if target.subresource == "log":
+            if method != "GET":
+                raise errors.method_not_allowed()
+            return await podlogs.serve(request, self.store, self.logs, target.namespace, target.name)
         if method == "GET" and is_collection:
             if watching:
                 with self.traffic.watching(user_agent(request), target.resource.plural):

@@ -41,7 +41,7 @@ def _resource_entries(res: Resource) -> list[dict[str, Any]]:
     out = [main]
     for sub in res.subresources:
         kind = "Binding" if sub == "binding" else res.kind
-        verbs = ["create"] if sub == "binding" else ["get", "patch", "update"]
+        verbs = {"binding": ["create"], "log": ["get"]}.get(sub, ["get", "patch", "update"])
         out.append(
             {
                 "name": f"{res.plural}/{sub}",

@@ -1,23 +1,26 @@
 """The simulated kubelets: pull, create, start, run and stop containers on the clock.
 
-What a container does is read from its command, deterministically:
-- `sleep N` (also inside `sh -c "..."`) runs N seconds and exits 0; `exit N`, `false` and `true` exit at once;
-  anything else runs until deleted.
+What a container does is read from its command by `scripts`, deterministically: `sleep N`, `exit N`,
+  `echo`/`printf` output (kept in `logs`, stamped when printed), memory growth (an OOM kill past the
+  container's memory limit, or the node's allocatable memory without one); anything else runs until deleted.
 - An image whose reference contains `notfound` fails to pull: ErrImagePull, then ImagePullBackOff.
 - Pull time follows the image's size class: CUDA and ML framework images are large.
-- A container whose command is `sleep` leaves its GPU idle; any other command keeps it busy.
+- A container that only sleeps, prints or runs shell builtins leaves its GPU idle; a real command keeps it
+  busy.
+- Each container instance gets its own container ID; its log is kept under that ID, the current and the
+  previous instance's, which is what `--previous` reads.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import itertools
 import logging
-import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.cluster import events, messages
+from sim.cluster import events, fit, logs, messages, scripts
 from sim.cluster.config import Timings, doubling
 from sim.cluster.store import Change, Obj, Store, rfc3339
 
@@ -27,6 +30,8 @@ LARGE_IMAGE_HINTS = ("cuda", "pytorch", "tensorflow", "nvcr.io", "jax", "triton"
 SMALL_IMAGE_HINTS = ("busybox", "alpine", "pause", "hello-world", "debian", "ubuntu")
 IMAGE_SIZES = {"small": 4_300_000, "medium": 180_000_000, "large": 3_900_000_000}
 FAILING_IMAGE_MARK = "notfound"
+OOM_EXIT_CODE = 137
+"""128 + SIGKILL, what containerd reports for a container the OOM killer ended."""
 
 
 @dataclass(frozen=True)
@@ -38,55 +43,26 @@ class Behaviour:
     exit_code: int = 0
     ignores_sigterm: bool = False
     uses_gpu: bool = True
+    oom_killed: bool = False
+    """It exits because its memory outgrew its cap: reason OOMKilled, exit code 137."""
+
+    @property
+    def reason(self) -> str:
+        if self.oom_killed:
+            return "OOMKilled"
+        return "Completed" if self.exit_code == 0 else "Error"
 
 
-def behaviour(container: Obj) -> Behaviour:
-    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
-    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash") and argv[1] == "-c":
-        return _script_behaviour(argv[2])
-    return _argv_behaviour(argv)
-
-
-def _argv_behaviour(argv: list[str]) -> Behaviour:
-    if not argv:
-        return Behaviour(None)
-    program = argv[0].rsplit("/", 1)[-1]
-    if program == "sleep":
-        seconds = _seconds(argv[1] if len(argv) > 1 else "")
-        return Behaviour(seconds, ignores_sigterm=True, uses_gpu=False)
-    if program in ("true", "false"):
-        return Behaviour(0.0, 0 if program == "true" else 1)
-    if program == "exit" and len(argv) > 1 and argv[1].isdigit():
-        return Behaviour(0.0, int(argv[1]))
-    return Behaviour(None)
-
-
-def _script_behaviour(script: str) -> Behaviour:
-    total, exit_code, idle = 0.0, 0, True
-    for statement in re.split(r"[;&\n]+", script):
-        try:
-            argv = shlex.split(statement)
-        except ValueError:
-            argv = statement.split()
-        if not argv:
-            continue
-        step = _argv_behaviour(argv)
-        if step.runs_for is None:
-            return Behaviour(None, uses_gpu=True)
-        total += step.runs_for
-        exit_code = step.exit_code
-        idle = idle and not step.uses_gpu
-        if argv[0] == "exit":
-            break
-    return Behaviour(total, exit_code, uses_gpu=not idle)
-
-
-def _seconds(text: str) -> float | None:
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd]?)", text)
-    if not match:
-        return None if text in ("infinity", "inf") else 0.0
-    scale = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
-    return float(match.group(1)) * scale
+def behaviour(container: Obj, *, memory_cap: float | None = None, growth_rate: float = 1.0) -> Behaviour:
+    """The container's command read by `scripts`; with a memory cap (bytes), growth past it is an OOM kill
+    `cap / growth_rate` seconds after the growth starts, as the kernel's cgroup OOM killer does."""
+    program = scripts.read(container)
+    growth = program.growth
+    if memory_cap is not None and growth is not None and growth.bytes > memory_cap:
+        killed_at = growth.at + memory_cap / growth_rate
+        if program.ends_at is None or killed_at < program.ends_at:
+            return Behaviour(killed_at, OOM_EXIT_CODE, program.ignores_sigterm, program.busy, oom_killed=True)
+    return Behaviour(program.ends_at, program.exit_code, program.ignores_sigterm, program.busy)
 
 
 def size_class(image: str) -> str:
@@ -115,8 +91,11 @@ class PodRun:
 class Kubelets:
     """One kubelet per node, folded into one controller since they share the clock and the store."""
 
-    def __init__(self, store: Store, recorder: events.Recorder, timings: Timings) -> None:
+    def __init__(
+        self, store: Store, recorder: events.Recorder, timings: Timings, kept: logs.LogStore | None = None
+    ) -> None:
         self.store, self.recorder, self.timings = store, recorder, timings
+        self.logs = kept or logs.LogStore()
         self.clock = store.clock
         self.runs: dict[str, PodRun] = {}
         self.images: dict[str, set[str]] = {}
@@ -140,6 +119,7 @@ class Kubelets:
             if run:
                 for timer in run.timers:
                     timer.cancel()
+            self.logs.forget(uid)
             return
         node = pod["spec"].get("nodeName")
         if not node:
@@ -292,7 +272,7 @@ class Kubelets:
                     c.pop("reason", None)
                     c.pop("message", None)
             p["status"]["containerStatuses"] = [
-                _running(c, now, run.restarts, s)
+                _running(c, now, run.restarts, s, uid=run.uid)
                 for c, s in zip(
                     p["spec"]["containers"], p["status"].get("containerStatuses", []), strict=False
                 )
@@ -303,9 +283,42 @@ class Kubelets:
         )
         if current is None:
             return
-        first = behaviour(current["spec"]["containers"][0])
+        self._play(run, current, self.clock.now())
+        first = self._behaviour(current, current["spec"]["containers"][0])
         if first.runs_for is not None:
-            self._later(run, first.runs_for, lambda: self._exited(current, first.exit_code))
+            self._later(run, first.runs_for, lambda: self._exited(current, first))
+
+    def _behaviour(self, pod: Obj, container: Obj) -> Behaviour:
+        """The container's behaviour on its node: memory is capped by its limit, else by what the node
+        can allocate (the kubepods cgroup), so unbounded growth ends in an OOM kill either way."""
+        limit = ((container.get("resources") or {}).get("limits") or {}).get("memory")
+        if limit is None:
+            node = self.store.get("nodes", "", pod["spec"].get("nodeName", "")) or {}
+            limit = node.get("status", {}).get("allocatable", {}).get("memory")
+        cap = float(fit.parse_quantity(limit)) if limit is not None else None
+        return behaviour(container, memory_cap=cap, growth_rate=self.timings.memory_growth_rate)
+
+    def _play(self, run: PodRun, pod: Obj, started: float) -> None:
+        """Each running container prints its program's output on the clock, into its instance's log; lines
+        due before now (a restart from saved state) are written at once with the times they were due."""
+        statuses = {s["name"]: s for s in pod["status"].get("containerStatuses", [])}
+        for container in pod["spec"]["containers"]:
+            status = statuses.get(container["name"], {})
+            if "running" not in status.get("state", {}):
+                continue
+            log = self.logs.open(run.uid, container["name"], status["containerID"])
+            chunks = scripts.read(container).chunks
+            for at, batch in itertools.groupby(chunks, key=lambda c: c.at):
+                print_batch = functools.partial(_print, log, started + at, list(batch))
+                if started + at <= self.clock.now():
+                    print_batch()
+                else:
+                    self._later(run, started + at - self.clock.now(), print_batch)
+
+    def _close_logs(self, pod: Obj) -> None:
+        for status in pod["status"].get("containerStatuses", []):
+            if status.get("containerID"):
+                self.logs.close(status["containerID"])
 
     def resume(self) -> None:
         """After a restart from saved state: pick up every pod a kubelet was looking after."""
@@ -323,25 +336,27 @@ class Kubelets:
                 self._later(run, 0.0, functools.partial(self._start_pod, pod))
 
     def _resume_running(self, run: PodRun, pod: Obj) -> None:
-        first = behaviour(pod["spec"]["containers"][0])
+        started = self.clock.from_stamp(_started_at(pod))
+        self._play(run, pod, started)
+        first = self._behaviour(pod, pod["spec"]["containers"][0])
         if first.runs_for is None:
             return
-        started = self.clock.from_stamp(_started_at(pod))
         left = max(started + first.runs_for - self.clock.now(), 0.0)
-        self._later(run, left, lambda: self._exited(pod, first.exit_code))
+        self._later(run, left, lambda: self._exited(pod, first))
 
     # -- exits and restarts ------------------------------------------------------------------
-    def _exited(self, pod: Obj, exit_code: int) -> None:
+    def _exited(self, pod: Obj, outcome: Behaviour) -> None:
         run = self.runs.get(pod["metadata"]["uid"])
         current = self._current(pod)
         if run is None or current is None or current["metadata"].get("deletionTimestamp"):
             return
+        self._close_logs(current)
         policy = current["spec"].get("restartPolicy", "Always")
-        restart = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+        restart = policy == "Always" or (policy == "OnFailure" and outcome.exit_code != 0)
         now = rfc3339(self.clock)
         terminated = {
-            "exitCode": exit_code,
-            "reason": "Completed" if exit_code == 0 else "Error",
+            "exitCode": outcome.exit_code,
+            "reason": outcome.reason,
             "startedAt": _started_at(current),
             "finishedAt": now,
         }
@@ -375,10 +390,11 @@ class Kubelets:
                     )
             for status in p["status"]["containerStatuses"]:
                 status.update(ready=False, started=False)
+                ended = _terminated(status, terminated)
                 if backoff:
-                    status.update(lastState={"terminated": terminated}, state={"waiting": waiting})
+                    status.update(lastState={"terminated": ended}, state={"waiting": waiting})
                 else:
-                    status.update(state={"terminated": terminated})
+                    status.update(state={"terminated": ended})
 
         current = self.store.mutate("pods", meta["namespace"], meta["name"], crashed) or current
         if backoff:
@@ -407,7 +423,8 @@ class Kubelets:
                     if c["type"] != "PodReadyToStartContainers":
                         c.update(reason="PodCompleted")
             for status in p["status"]["containerStatuses"]:
-                status.update(ready=False, started=False, state={"terminated": terminated})
+                ended = _terminated(status, terminated)
+                status.update(ready=False, started=False, state={"terminated": ended})
 
         self.store.mutate("pods", pod["metadata"]["namespace"], pod["metadata"]["name"], finish)
         self.runs.pop(pod["metadata"]["uid"], None)
@@ -465,13 +482,24 @@ def _waiting(container: Obj, reason: str) -> Obj:
     }
 
 
-def _running(container: Obj, now: str, restarts: int, previous: Obj) -> Obj:
+def _print(log: logs.ContainerLog, at: float, chunks: list[scripts.Chunk]) -> None:
+    for chunk in chunks:
+        log.write(at, chunk.stream, chunk.text)
+
+
+def _terminated(status: Obj, terminated: Obj) -> Obj:
+    """The terminated state names the container instance that ended, as kubelet's does."""
+    return {"containerID": status["containerID"], **terminated} if status.get("containerID") else terminated
+
+
+def _running(container: Obj, now: str, restarts: int, previous: Obj, *, uid: str) -> Obj:
     digest = "sha256:" + format(abs(hash(container["image"])), "x").rjust(64, "0")[:64]
+    instance = hashlib.sha256(f"{uid}/{container['name']}/{restarts}".encode()).hexdigest()
     return {
         "name": container["name"],
         "image": container["image"],
         "imageID": f"{container['image']}@{digest}",
-        "containerID": f"containerd://{digest[7:]}",
+        "containerID": f"containerd://{instance}",
         "ready": True,
         "restartCount": restarts,
         "started": True,

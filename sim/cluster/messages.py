@@ -108,6 +108,55 @@ def containers_not_ready(names: Iterable[str]) -> str:
     return f"containers with unready status: [{' '.join(names)}]"
 
 
+# -- pods/log: kubernetes/kubernetes v1.32-era tree (commit df5f024) and master, same wording -------
+# pkg/registry/core/pod/strategy.go LogLocation / validateContainer (apiserver, 400 BadRequest)
+
+
+def container_name_required(pod: str, containers: Iterable[str] = ()) -> str:
+    """`a container name must be specified for pod %s, choose one of: %s` (names as Go prints a slice)."""
+    names = list(containers)
+    if not names:
+        return f"a container name must be specified for pod {pod}"
+    return f"a container name must be specified for pod {pod}, choose one of: [{' '.join(names)}]"
+
+
+def container_not_valid(container: str, pod: str) -> str:
+    return f"container {container} is not valid for pod {pod}"  # strategy.go validateContainer
+
+
+# pkg/kubelet/kubelet_pods.go validateContainerLogStatus (kubelet; the apiserver's
+# GenericHttpResponseChecker turns its 400 into a BadRequest Status carrying the text)
+def container_not_available(container: str, pod: str) -> str:
+    return f'container "{container}" in pod "{pod}" is not available'
+
+
+def previous_not_found(container: str, pod: str) -> str:
+    return f'previous terminated container "{container}" in pod "{pod}" not found'
+
+
+def container_terminated(container: str, pod: str) -> str:
+    return f'container "{container}" in pod "{pod}" is terminated'
+
+
+def waiting_to_start(container: str, pod: str, reason: str) -> str:
+    """The waiting reason, except the two image-pull ones, which kubelet words for people."""
+    detail = {
+        "ErrImagePull": "image can't be pulled",
+        "ImagePullBackOff": "trying and failing to pull image",
+    }.get(reason, reason)
+    return f'container "{container}" in pod "{pod}" is waiting to start: {detail}'
+
+
+def waiting_no_logs(container: str, pod: str) -> str:
+    return f'container "{container}" in pod "{pod}" is waiting to start - no logs yet'
+
+
+# pkg/apis/core/validation ValidatePodLogOptions (apiserver, 422 Invalid on kind PodLogOptions)
+NOT_NEGATIVE = "must be greater than or equal to 0"  # isNegativeErrorMsg
+GREATER_THAN_ZERO = "must be greater than 0"
+ONE_OF_SINCE = "at most one of `sinceTime` or `sinceSeconds` may be specified"
+
+
 # -- node lifecycle: kubelet_node_status.go, node lifecycle controller ---------------------------
 KUBELET_READY = "kubelet is posting ready status"
 KUBELET_NOT_READY = (

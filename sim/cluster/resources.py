@@ -39,7 +39,7 @@ class Resource:
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
-PODS = Resource("", "v1", "pods", "Pod", "pod", True, "V1Pod", ("po",), ("status", "binding"))
+PODS = Resource("", "v1", "pods", "Pod", "pod", True, "V1Pod", ("po",), ("status", "binding", "log"))
 NODES = Resource("", "v1", "nodes", "Node", "node", False, "V1Node", ("no",), ("status",))
 EVENTS = Resource("", "v1", "events", "Event", "event", True, "CoreV1Event", ("ev",))
 NAMESPACES = Resource(

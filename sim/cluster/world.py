@@ -32,6 +32,7 @@ from sim.cluster import (
     faults,
     gke,
     kubelet,
+    logs,
     metrics,
     nodes,
     pools,
@@ -103,16 +104,18 @@ class World:
         self.store = Store(self.clock)
         self.registry = pools.PoolRegistry()
         self.recorder = events.Recorder(self.store)
+        self.logs = logs.LogStore()
         self.api = apiserver.ApiServer(
             self.store,
             apiserver.Options(extended_resource_toleration=self.config.extended_resource_toleration),
+            kept=self.logs,
         )
         self.api.faults.set(self.config.api_faults)
         self.node_ctl = nodes.NodeController(
             self.store, self.registry, self.recorder, self.timings, self.faults
         )
         self.scheduler = scheduler.Scheduler(self.store, self.recorder, self.timings, self.api.bind_pod)
-        self.kubelets = kubelet.Kubelets(self.store, self.recorder, self.timings)
+        self.kubelets = kubelet.Kubelets(self.store, self.recorder, self.timings, self.logs)
         self.metrics = metrics.GpuMetrics(self.store, self.faults)
         self.autoscaler = autoscaler.Autoscaler(
             self.store, self.registry, self.node_ctl, self.recorder, self.timings, self.faults
@@ -196,6 +199,7 @@ class World:
         self._save()
         self.api.faults.stop()
         self.store.close_watches()
+        self.logs.close_all()
         if self._driver:
             self._driver.cancel()
         if self._runner:
