@@ -74,6 +74,10 @@ class ReadLog(Protocol):
     def __call__(self, namespace: str, name: str, *, tail_lines: int) -> str: ...
 
 
+def full_stop(text: str) -> str:
+    return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
 def wall_clock() -> datetime:
     return datetime.now(UTC)
 
@@ -412,9 +416,11 @@ class Tracker:
             if reply is None:
                 continue
             if milestone.outcome is not None and ending:
-                reply, ending = replace(reply, text=f"{reply.text} {ending}"), ""
-            if milestone.outcome is lifecycle.Outcome.FAILED:
-                reply = replace(reply, output=self._last_lines(workload))
+                reply, ending = replace(reply, text=f"{full_stop(reply.text)} {ending}"), ""
+            output = self._last_lines(workload) if milestone.outcome is lifecycle.Outcome.FAILED else ()
+            if output:
+                more = f"Its last lines are below; `/gpu logs {workload.name}` shows more."
+                reply = replace(reply, text=f"{full_stop(reply.text)} {more}", output=output)
             if status.tells_the_owner(milestone):
                 reply = replace(reply, mention=workload.owner_id)
             self._chat.reply(workload.channel, workload.thread_ts, reply)

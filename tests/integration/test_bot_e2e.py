@@ -85,7 +85,9 @@ def test_run_walks_the_thread_through_every_step(
     ):  # fmt: skip
         assert word in line, lines
     assert " · " in lines[1] and "after the request" in lines[-1]
-    said = slack.wait_until(lambda: (r := replies(slack, root)) and r[-1] == "<@U_ALICE> Running" and r, timeout=WAIT)
+    said = slack.wait_until(
+        lambda: (r := replies(slack, root)) and r[-1] == "<@U_ALICE> Running" and r, timeout=WAIT
+    )
     assert said[0].startswith("Scale-up triggered: gpu-pool 0→1"), said
     assert any("is Ready" in text for text in said)
     assert len(gpubot_pods(sim)) == 1
