@@ -34,6 +34,10 @@ WALL_STAMP = re.compile(r"^\[\d\d:\d\d:\d\d\] ")
 CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 RUN = f"run {CUDA} -- sleep 3600"
 BOB_RUN = f"run {CUDA} --hours 1 -- sleep 86400"
+CRASH_RUN = (
+    f'run {CUDA} --name data-check -- sh -c "echo loading /data/train; '
+    "echo 'FileNotFoundError: /data/train/part-3.parquet' >&2; exit 1\""
+)
 """A one-hour lease on a job that only sleeps: the reaper's reminder and idleness both come up."""
 USERS_CHANNEL, OPS_CHANNEL = "C_GPU", "C_OPS"
 POOL = "gpu-pool"
@@ -173,7 +177,9 @@ class Story:
         return [m for m in self.slack.messages(channel) if not m["thread_ts"] and m["bot_id"]]
 
     def thread_of(self, user: str) -> Json | None:
-        return next((m for m in self.roots() if f"<@{user}>" in m["text"] or user in str(m["blocks"])), None)
+        """The user's newest thread."""
+        mine = (m for m in reversed(self.roots()) if f"<@{user}>" in m["text"] or user in str(m["blocks"]))
+        return next(mine, None)
 
     def replies(self, root: Json) -> list[str]:
         return [m["text"] for m in self.slack.messages(root["channel"]) if m["thread_ts"] == root["ts"]]
@@ -238,6 +244,11 @@ def play(story: Story) -> None:
     story.advance_until(story.replied("U_BOB", "ends at"), step=30, limit=3600)
     say("bob does not answer the reminder, nor the last nudge; after the grace period the reaper deletes it")
     story.advance_until(story.replied("U_BOB", "nobody extended it"), step=30, limit=3600)
+    say("before the idle node goes, alice runs a data check; it crashes, and her thread shows why")
+    story.type("U_ALICE", CRASH_RUN)
+    story.advance_until(story.replied("U_ALICE", "Failed"))
+    story.type("U_ALICE", "logs")
+    story.expect(story.ephemeral("U_ALICE", "lines of `data-check`"))
     say("nothing holds a GPU now; the autoscaler removes the idle node after its scale-down delay")
     story.advance_until(lambda: story.pool_size() == 0 and story.ops_says("back at 0"), step=15, limit=3600)
     say(f"{POOL} is back at 0 nodes; the #gpu-ops message closes the episode")

@@ -98,7 +98,7 @@ def _ephemeral_lines(ephemeral: Json, names: dict[str, str]) -> list[str]:
 
 def _with_body(head: str, text: str, blocks: list[Json], suffix: str) -> list[str]:
     if not blocks:
-        first, *rest = (text or "").splitlines() or [""]
+        first, *rest = shown(text or "").splitlines() or [""]
         return [f"{head} {first}{suffix}", *(f"  {line}" for line in rest)]
     return [f"{head}{suffix}", *(f"  | {line}" for line in render_blocks(blocks))]
 
@@ -112,11 +112,18 @@ def _action_line(action: Json, names: dict[str, str]) -> str:
     return f"[{_clock(action['ts'])}] {who} {action['kind']}: {action['detail']}"
 
 
+def shown(mrkdwn: str) -> str:
+    """What a Slack client displays for escaped mrkdwn: the three control characters decoded
+    (docs.slack.dev, "Formatting text for app surfaces", "Escaping text": &amp; &lt; &gt;)."""
+    return mrkdwn.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
 def _text_of(obj: Any) -> str:
     if isinstance(obj, dict):
         if obj.get("type") == "image":
             return f"[image: {obj.get('alt_text', '')}]"
-        return str(obj.get("text", ""))
+        text = str(obj.get("text", ""))
+        return shown(text) if obj.get("type") == "mrkdwn" else text
     return str(obj or "")
 
 

@@ -36,6 +36,11 @@ def test_the_story_plays_through_with_the_bot(caplog: pytest.LogCaptureFixture) 
         ":hourglass_flowing_sand: The lease on `gpu-u-bob-",
         ":alarm_clock: ",
         ":wastebasket: Deleted `gpu-u-bob-",
+        "alice types `/gpu run nvidia/cuda:12.4.1-base-ubuntu22.04 --name data-check -- sh -c",
+        "<@U_ALICE> Failed after 0s: the command exited 1 (the program reported an error",
+        "| FileNotFoundError: /data/train/part-3.parquet",
+        "alice types `/gpu logs`",
+        "The last 2 lines of `data-check` (Failed):",
         "Pool gpu-pool drained to 0 nodes",
         "*gpu-pool* · back at 0 nodes",
     ]

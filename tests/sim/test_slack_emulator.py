@@ -560,3 +560,11 @@ def test_find_button_looks_in_accessories_too() -> None:
     assert payloads.find_button(blocks, "extend").block_id == "b0"
     with pytest.raises(LookupError):
         payloads.find_button(blocks, "cancel_job")
+
+
+def test_the_transcript_shows_escaped_mrkdwn_as_a_slack_client_does() -> None:
+    blocks = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": "`echo x &gt;&amp;2` &lt;ok&gt;"}},
+        {"type": "section", "text": {"type": "plain_text", "text": "&amp; stays"}},
+    ]
+    assert render.render_blocks(blocks) == ["`echo x >&2` <ok>", "&amp; stays"]
