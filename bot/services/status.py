@@ -26,6 +26,8 @@ STEP_LABELS: Mapping[Step, str] = {
     Step.RUNNING: "Running",
 }
 """Checklist labels for steps not reached yet; reached steps show their milestone's own words."""
+NODE_STEPS = frozenset({Step.SCALE_UP, Step.PROVISIONING, Step.NODE_READY, Step.GPU_READY})
+"""The steps of a new node coming up, which only a pod that caused a scale-up goes through."""
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 
 
@@ -66,7 +68,9 @@ def step_lines(thread: Thread, now: datetime) -> tuple[notices.StepLine, ...]:
     """Reached steps with how long each took, then the steps still ahead (none once it is over).
 
     A step skipped between two reached ones (the informers raced: the pod was scheduled before the node
-    update arrived) is implied by the later one, so it shows as done, without a time.
+    update arrived) is implied by the later one, so it shows as done, without a time; but a new node's
+    steps only for a pod whose own scale-up was seen: one placed on a node that was already up, or freed
+    by another's release, never had them.
     """
     reached = sorted(thread.progress.reached)
     ends = [moment for _, moment in reached[1:]] + [None] * bool(reached)
@@ -74,7 +78,9 @@ def step_lines(thread: Thread, now: datetime) -> tuple[notices.StepLine, ...]:
     for (step, start), end in zip(reached, ends, strict=True):
         lines.append(_step_line(thread, step, start, end, now))
         following = next((s for s, _ in reached if s > step), step)
-        implied = [s for s in Step if step < s < following]
+        implied = [
+            s for s in Step if step < s < following and (s not in NODE_STEPS or thread.progress.scale_up)
+        ]
         lines += [notices.StepLine(STEP_LABELS[s], notices.StepState.DONE) for s in implied]
     current = thread.progress.step
     if thread.progress.outcome is None:

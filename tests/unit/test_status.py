@@ -132,3 +132,18 @@ def test_the_owner_is_mentioned_when_it_runs_and_when_it_ends(
     milestone: lifecycle.Milestone, mentioned: bool
 ) -> None:
     assert status.tells_the_owner(milestone) is mentioned
+
+
+def test_a_pod_placed_on_a_node_already_up_is_not_ticked_for_that_node_coming_up() -> None:
+    reached = ((Step.WAITING, T0), (Step.SCHEDULED, T0), (Step.RUNNING, T0))
+    thread = status.Thread(running_on("gpu-1"), lifecycle.Progress(T0, reached=reached, node="gpu-1"))
+    labels = [line.label for line in status.step_lines(thread, T0)]
+    assert labels == ["waiting for a GPU node", "scheduled", "pulling image", "Running"]
+
+
+def test_a_pod_whose_own_scale_up_was_seen_keeps_the_steps_a_raced_informer_skipped() -> None:
+    reached = ((Step.WAITING, T0), (Step.SCALE_UP, T0), (Step.SCHEDULED, T0))
+    progress = lifecycle.Progress(T0, reached=reached, node="gpu-1", scale_up="gpu-pool 0->1")
+    labels = [line.label for line in status.step_lines(status.Thread(running_on("gpu-1"), progress), T0)]
+    assert labels[:5] == ["waiting for a GPU node", "scale-up triggered", "node provisioning", "node Ready",
+                          "GPU allocatable"]  # fmt: skip
