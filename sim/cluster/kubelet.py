@@ -297,6 +297,8 @@ class Kubelets:
             if not node or pod["status"].get("phase") in ("Succeeded", "Failed"):
                 continue
             run = self.runs.setdefault(pod["metadata"]["uid"], PodRun(pod["metadata"]["uid"], node))
+            statuses = pod["status"].get("containerStatuses") or [{}]
+            run.restarts = max(int(s.get("restartCount", 0)) for s in statuses)  # new instances, new IDs
             if pod["metadata"].get("deletionTimestamp"):
                 run.stopping = True
                 self._later(run, 0.0, functools.partial(self._stop_pod, pod), keep=False)
@@ -391,7 +393,8 @@ class Kubelets:
                 if c["type"] in ("Ready", "ContainersReady", "PodReadyToStartContainers"):
                     c.update(status="False", lastTransitionTime=now)
                     if c["type"] != "PodReadyToStartContainers":
-                        c.update(reason="PodCompleted")
+                        # pkg/kubelet/status/generate.go generate*ConditionForTerminalPhase
+                        c.update(reason="PodCompleted" if phase == "Succeeded" else "PodFailed")
             for status in p["status"]["containerStatuses"]:
                 ended = containers.terminated(status, terminated)
                 status.update(ready=False, started=False, state={"terminated": ended})
