@@ -397,6 +397,16 @@ def test_invalid_options_are_refused_as_upstream_validation_does(
             id="not-a-time",
         ),
         pytest.param(
+            "sinceTime=2025-13-01T00:00:00Z",
+            'parsing time "2025-13-01T00:00:00Z": month out of range',
+            id="month-13",
+        ),
+        pytest.param(
+            "sinceTime=2025-02-30T00:00:00Z",
+            'parsing time "2025-02-30T00:00:00Z": day out of range',
+            id="february-30",
+        ),
+        pytest.param(
             "sinceTime=2025-01-01T00:00:00",
             'parsing time "2025-01-01T00:00:00" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "Z07:00"',
             id="no-zone",
