@@ -1,6 +1,6 @@
 """The simulated kubelets: pull, create, start, run and stop containers on the clock.
 
-What a container does is read from its command by `scripts`, deterministically: `sleep N`, `exit N`,
+- What a container does is read from its command by `scripts`, deterministically: `sleep N`, `exit N`,
   `echo`/`printf` output (kept in `logs`, stamped when printed), memory growth (an OOM kill past the
   container's memory limit, or the node's allocatable memory without one); anything else runs until deleted.
 - An image whose reference contains `notfound` fails to pull: ErrImagePull, then ImagePullBackOff.
