@@ -1,6 +1,6 @@
 """The simulated kubelets: pull, create, start, run and stop containers on the clock.
 
-What a container does is read from its command by `scripts`, deterministically: `sleep N`, `exit N`,
+- What a container does is read from its command by `scripts`, deterministically: `sleep N`, `exit N`,
   `echo`/`printf` output (kept in `logs`, stamped when printed), memory growth (an OOM kill past the
   container's memory limit, or the node's allocatable memory without one); anything else runs until deleted.
 - An image whose reference contains `notfound` fails to pull: ErrImagePull, then ImagePullBackOff.
@@ -14,13 +14,12 @@ What a container does is read from its command by `scripts`, deterministically: 
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.cluster import events, fit, logs, messages, scripts
+from sim.cluster import containers, events, fit, logs, messages, scripts
 from sim.cluster.config import Timings, doubling
 from sim.cluster.store import Change, Obj, Store, rfc3339
 
@@ -30,39 +29,6 @@ LARGE_IMAGE_HINTS = ("cuda", "pytorch", "tensorflow", "nvcr.io", "jax", "triton"
 SMALL_IMAGE_HINTS = ("busybox", "alpine", "pause", "hello-world", "debian", "ubuntu")
 IMAGE_SIZES = {"small": 4_300_000, "medium": 180_000_000, "large": 3_900_000_000}
 FAILING_IMAGE_MARK = "notfound"
-OOM_EXIT_CODE = 137
-"""128 + SIGKILL, what containerd reports for a container the OOM killer ended."""
-
-
-@dataclass(frozen=True)
-class Behaviour:
-    """What a container will do once started."""
-
-    runs_for: float | None
-    """Seconds until exit; None runs until the pod is deleted."""
-    exit_code: int = 0
-    ignores_sigterm: bool = False
-    uses_gpu: bool = True
-    oom_killed: bool = False
-    """It exits because its memory outgrew its cap: reason OOMKilled, exit code 137."""
-
-    @property
-    def reason(self) -> str:
-        if self.oom_killed:
-            return "OOMKilled"
-        return "Completed" if self.exit_code == 0 else "Error"
-
-
-def behaviour(container: Obj, *, memory_cap: float | None = None, growth_rate: float = 1.0) -> Behaviour:
-    """The container's command read by `scripts`; with a memory cap (bytes), growth past it is an OOM kill
-    `cap / growth_rate` seconds after the growth starts, as the kernel's cgroup OOM killer does."""
-    program = scripts.read(container)
-    growth = program.growth
-    if memory_cap is not None and growth is not None and growth.bytes > memory_cap:
-        killed_at = growth.at + memory_cap / growth_rate
-        if program.ends_at is None or killed_at < program.ends_at:
-            return Behaviour(killed_at, OOM_EXIT_CODE, program.ignores_sigterm, program.busy, oom_killed=True)
-    return Behaviour(program.ends_at, program.exit_code, program.ignores_sigterm, program.busy)
 
 
 def size_class(image: str) -> str:
@@ -106,7 +72,7 @@ class Kubelets:
         """Whether the pod's GPU is in use right now; None when it is not running."""
         if pod.get("status", {}).get("phase") != "Running":
             return None
-        return any(behaviour(c).uses_gpu for c in pod["spec"].get("containers", []))
+        return any(containers.behaviour(c).uses_gpu for c in pod["spec"].get("containers", []))
 
     # -- reacting ----------------------------------------------------------------------------
     def _on_change(self, change: Change) -> None:
@@ -168,10 +134,12 @@ class Kubelets:
             status["conditions"] = [
                 c for c in status.get("conditions", []) if c["type"] == "PodScheduled"
             ] + [
-                _cond("PodReadyToStartContainers", "True", now),
-                _cond("Initialized", "True", now),
-                _cond("Ready", "False", now, "ContainersNotReady", messages.containers_not_ready(names)),
-                _cond(
+                containers.condition("PodReadyToStartContainers", "True", now),
+                containers.condition("Initialized", "True", now),
+                containers.condition(
+                    "Ready", "False", now, "ContainersNotReady", messages.containers_not_ready(names)
+                ),
+                containers.condition(
                     "ContainersReady",
                     "False",
                     now,
@@ -179,7 +147,9 @@ class Kubelets:
                     messages.containers_not_ready(names),
                 ),
             ]
-            status["containerStatuses"] = [_waiting(c, "ContainerCreating") for c in p["spec"]["containers"]]
+            status["containerStatuses"] = [
+                containers.waiting(c, "ContainerCreating") for c in p["spec"]["containers"]
+            ]
 
         pod = self.store.mutate("pods", pod["metadata"]["namespace"], pod["metadata"]["name"], init) or pod
         self._pull(pod)
@@ -272,7 +242,7 @@ class Kubelets:
                     c.pop("reason", None)
                     c.pop("message", None)
             p["status"]["containerStatuses"] = [
-                _running(c, now, run.restarts, s, uid=run.uid)
+                containers.running(c, now, run.restarts, s, uid=run.uid)
                 for c, s in zip(
                     p["spec"]["containers"], p["status"].get("containerStatuses", []), strict=False
                 )
@@ -288,7 +258,7 @@ class Kubelets:
         if first.runs_for is not None:
             self._later(run, first.runs_for, lambda: self._exited(current, first))
 
-    def _behaviour(self, pod: Obj, container: Obj) -> Behaviour:
+    def _behaviour(self, pod: Obj, container: Obj) -> containers.Behaviour:
         """The container's behaviour on its node: memory is capped by its limit, else by what the node
         can allocate (the kubepods cgroup), so unbounded growth ends in an OOM kill either way."""
         limit = ((container.get("resources") or {}).get("limits") or {}).get("memory")
@@ -296,7 +266,7 @@ class Kubelets:
             node = self.store.get("nodes", "", pod["spec"].get("nodeName", "")) or {}
             limit = node.get("status", {}).get("allocatable", {}).get("memory")
         cap = float(fit.parse_quantity(limit)) if limit is not None else None
-        return behaviour(container, memory_cap=cap, growth_rate=self.timings.memory_growth_rate)
+        return containers.behaviour(container, memory_cap=cap, growth_rate=self.timings.memory_growth_rate)
 
     def _play(self, run: PodRun, pod: Obj, started: float) -> None:
         """Each running container prints its program's output on the clock, into its instance's log; lines
@@ -309,7 +279,7 @@ class Kubelets:
             log = self.logs.open(run.uid, container["name"], status["containerID"])
             chunks = scripts.read(container).chunks
             for at, batch in itertools.groupby(chunks, key=lambda c: c.at):
-                print_batch = functools.partial(_print, log, started + at, list(batch))
+                print_batch = functools.partial(containers.print_chunks, log, started + at, list(batch))
                 if started + at <= self.clock.now():
                     print_batch()
                 else:
@@ -327,6 +297,8 @@ class Kubelets:
             if not node or pod["status"].get("phase") in ("Succeeded", "Failed"):
                 continue
             run = self.runs.setdefault(pod["metadata"]["uid"], PodRun(pod["metadata"]["uid"], node))
+            statuses = pod["status"].get("containerStatuses") or [{}]
+            run.restarts = max(int(s.get("restartCount", 0)) for s in statuses)  # new instances, new IDs
             if pod["metadata"].get("deletionTimestamp"):
                 run.stopping = True
                 self._later(run, 0.0, functools.partial(self._stop_pod, pod), keep=False)
@@ -336,7 +308,7 @@ class Kubelets:
                 self._later(run, 0.0, functools.partial(self._start_pod, pod))
 
     def _resume_running(self, run: PodRun, pod: Obj) -> None:
-        started = self.clock.from_stamp(_started_at(pod))
+        started = self.clock.from_stamp(containers.started_at(pod))
         self._play(run, pod, started)
         first = self._behaviour(pod, pod["spec"]["containers"][0])
         if first.runs_for is None:
@@ -345,7 +317,7 @@ class Kubelets:
         self._later(run, left, lambda: self._exited(pod, first))
 
     # -- exits and restarts ------------------------------------------------------------------
-    def _exited(self, pod: Obj, outcome: Behaviour) -> None:
+    def _exited(self, pod: Obj, outcome: containers.Behaviour) -> None:
         run = self.runs.get(pod["metadata"]["uid"])
         current = self._current(pod)
         if run is None or current is None or current["metadata"].get("deletionTimestamp"):
@@ -357,7 +329,7 @@ class Kubelets:
         terminated = {
             "exitCode": outcome.exit_code,
             "reason": outcome.reason,
-            "startedAt": _started_at(current),
+            "startedAt": containers.started_at(current),
             "finishedAt": now,
         }
         if not restart:
@@ -390,7 +362,7 @@ class Kubelets:
                     )
             for status in p["status"]["containerStatuses"]:
                 status.update(ready=False, started=False)
-                ended = _terminated(status, terminated)
+                ended = containers.terminated(status, terminated)
                 if backoff:
                     status.update(lastState={"terminated": ended}, state={"waiting": waiting})
                 else:
@@ -421,9 +393,10 @@ class Kubelets:
                 if c["type"] in ("Ready", "ContainersReady", "PodReadyToStartContainers"):
                     c.update(status="False", lastTransitionTime=now)
                     if c["type"] != "PodReadyToStartContainers":
-                        c.update(reason="PodCompleted")
+                        # pkg/kubelet/status/generate.go generate*ConditionForTerminalPhase
+                        c.update(reason="PodCompleted" if phase == "Succeeded" else "PodFailed")
             for status in p["status"]["containerStatuses"]:
-                ended = _terminated(status, terminated)
+                ended = containers.terminated(status, terminated)
                 status.update(ready=False, started=False, state={"terminated": ended})
 
         self.store.mutate("pods", pod["metadata"]["namespace"], pod["metadata"]["name"], finish)
@@ -446,7 +419,8 @@ class Kubelets:
             if was_running:
                 self._event(current, "Normal", "Killing", messages.stopping_container(container["name"]))
                 slowest = max(
-                    slowest, grace if behaviour(container).ignores_sigterm else self.timings.sigterm_exit
+                    slowest,
+                    grace if containers.behaviour(container).ignores_sigterm else self.timings.sigterm_exit,
                 )
         self.clock.call_later(min(slowest, grace), lambda: self._remove(current))
 
@@ -458,65 +432,3 @@ class Kubelets:
     def _event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
         node = pod["spec"].get("nodeName", "")
         self.recorder.record(pod, type_, reason, message, component=messages.KUBELET, host=node)
-
-
-def _cond(type_: str, status: str, now: str, reason: str = "", message: str = "") -> Obj:
-    out: Obj = {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": now}
-    if reason:
-        out["reason"] = reason
-    if message:
-        out["message"] = message
-    return out
-
-
-def _waiting(container: Obj, reason: str) -> Obj:
-    return {
-        "name": container["name"],
-        "image": container["image"],
-        "imageID": "",
-        "ready": False,
-        "restartCount": 0,
-        "started": False,
-        "state": {"waiting": {"reason": reason}},
-        "lastState": {},
-    }
-
-
-def _print(log: logs.ContainerLog, at: float, chunks: list[scripts.Chunk]) -> None:
-    for chunk in chunks:
-        log.write(at, chunk.stream, chunk.text)
-
-
-def _terminated(status: Obj, terminated: Obj) -> Obj:
-    """The terminated state names the container instance that ended, as kubelet's does."""
-    return {"containerID": status["containerID"], **terminated} if status.get("containerID") else terminated
-
-
-def _running(container: Obj, now: str, restarts: int, previous: Obj, *, uid: str) -> Obj:
-    digest = "sha256:" + format(abs(hash(container["image"])), "x").rjust(64, "0")[:64]
-    instance = hashlib.sha256(f"{uid}/{container['name']}/{restarts}".encode()).hexdigest()
-    return {
-        "name": container["name"],
-        "image": container["image"],
-        "imageID": f"{container['image']}@{digest}",
-        "containerID": f"containerd://{instance}",
-        "ready": True,
-        "restartCount": restarts,
-        "started": True,
-        "state": {"running": {"startedAt": now}},
-        "lastState": previous["state"]
-        if "terminated" in previous.get("state", {})
-        else previous.get("lastState", {}),
-    }
-
-
-def _started_at(pod: Obj) -> str:
-    for status in pod["status"].get("containerStatuses", []):
-        started = status.get("state", {}).get("running", {}).get("startedAt")
-        if started:
-            return str(started)
-    return rfc3339_unknown()
-
-
-def rfc3339_unknown() -> str:
-    return "1970-01-01T00:00:00Z"

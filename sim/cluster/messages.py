@@ -108,8 +108,9 @@ def containers_not_ready(names: Iterable[str]) -> str:
     return f"containers with unready status: [{' '.join(names)}]"
 
 
-# -- pods/log: kubernetes/kubernetes v1.32-era tree (commit df5f024) and master, same wording -------
-# pkg/registry/core/pod/strategy.go LogLocation / validateContainer (apiserver, 400 BadRequest)
+# -- pods/log, kubernetes/kubernetes. The v1.32.4 tag itself could not be read here; each source names
+# the commits read. pkg/registry/core/pod/strategy.go LogLocation / validateContainer (apiserver, 400
+# BadRequest), master 008b365; the older form prints the same for a pod without init containers.
 
 
 def container_name_required(pod: str, containers: Iterable[str] = ()) -> str:
@@ -124,8 +125,9 @@ def container_not_valid(container: str, pod: str) -> str:
     return f"container {container} is not valid for pod {pod}"  # strategy.go validateContainer
 
 
-# pkg/kubelet/kubelet_pods.go validateContainerLogStatus (kubelet; the apiserver's
-# GenericHttpResponseChecker turns its 400 into a BadRequest Status carrying the text)
+# pkg/kubelet/kubelet_pods.go validateContainerLogStatus, same wording at df5f024 (a v1.31/v1.32-era tree)
+# and master 001a80e (kubelet; the apiserver's GenericHttpResponseChecker, staging/src/k8s.io/apiserver
+# pkg/registry/generic/rest/response_checker.go, turns its 400 into a BadRequest Status carrying the text)
 def container_not_available(container: str, pod: str) -> str:
     return f'container "{container}" in pod "{pod}" is not available'
 
@@ -151,7 +153,8 @@ def waiting_no_logs(container: str, pod: str) -> str:
     return f'container "{container}" in pod "{pod}" is waiting to start - no logs yet'
 
 
-# pkg/apis/core/validation ValidatePodLogOptions (apiserver, 422 Invalid on kind PodLogOptions)
+# pkg/apis/core/validation/validation.go ValidatePodLogOptions (apiserver, 422 Invalid on kind
+# PodLogOptions; pkg/registry/core/pod/rest/log.go), same rules and wording in every version read
 NOT_NEGATIVE = "must be greater than or equal to 0"  # isNegativeErrorMsg
 GREATER_THAN_ZERO = "must be greater than 0"
 ONE_OF_SINCE = "at most one of `sinceTime` or `sinceSeconds` may be specified"

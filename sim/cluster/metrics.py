@@ -3,7 +3,7 @@
 Nothing is stored: every query recomputes the samples a DCGM exporter scraped every 15 simulated
 seconds would have left, from the store and the clock. A running pod holding GPUs on a GPU node has
 one series per GPU, from its container's start: 97 % while its command keeps the GPU busy, 0 % while
-it only sleeps (see `kubelet.behaviour`). The pod annotation `sim.gpubot.dev/gpu-util: "<percent>"`
+it only sleeps (see `containers.behaviour`). The pod annotation `sim.gpubot.dev/gpu-util: "<percent>"`
 overrides that from the moment it is set, and pod faults make a series missing or stale.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from sim.cluster import kubelet, promql
+from sim.cluster import containers, promql
 from sim.cluster.config import Faults
 from sim.cluster.store import Change, Obj, Store
 
@@ -116,7 +116,7 @@ class GpuMetrics:
         ]
 
     def _percent_function(self, pod: Obj, container: Obj) -> Callable[[float], float]:
-        base = BUSY_PERCENT if kubelet.behaviour(container).uses_gpu else 0.0
+        base = BUSY_PERCENT if containers.behaviour(container).uses_gpu else 0.0
         # Restored from saved state, the change points are gone: the current annotation holds throughout.
         timeline = self._timelines.get(pod["metadata"]["uid"]) or ((-math.inf, _override(pod)),)
 

@@ -133,10 +133,10 @@ def _int(value: str | None) -> int | None:
     if value is None:
         return None
     if not re.fullmatch(r"[+-]?\d+", value):
-        raise errors.bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax')  # strconv
+        raise errors.bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax')  # Go strconv/atoi.go
     number = int(value)
     if not -(2**63) <= number < 2**63:
-        raise errors.bad_request(f'strconv.ParseInt: parsing "{value}": value out of range')  # strconv
+        raise errors.bad_request(f'strconv.ParseInt: parsing "{value}": value out of range')  # Go strconv
     return number
 
 
@@ -164,17 +164,23 @@ def _time(value: str | None) -> datetime | None:
     rest = value
     for element, pattern in _RFC3339_ELEMENTS:
         match = re.match(pattern, rest)
-        if match is None:
+        if match is None:  # Go time/format.go ParseError.Error()
             raise errors.bad_request(
-                f'parsing time "{value}" as "{RFC3339}": cannot parse "{rest}" as "{element}"'  # time.Parse
+                f'parsing time "{value}" as "{RFC3339}": cannot parse "{rest}" as "{element}"'
             )
         rest = rest[match.end() :]
     if rest:
-        raise errors.bad_request(f'parsing time "{value}": extra text: "{rest}"')  # time.Parse
+        raise errors.bad_request(f'parsing time "{value}": extra text: "{rest}"')  # Go time/format.go
+    month, hour, minute, second = (int(value[i : i + 2]) for i in (5, 11, 14, 17))
+    for element, bad in (("month", not 1 <= month <= 12), ("hour", hour > 23), ("minute", minute > 59)):
+        if bad:  # Go time/format.go Parse: the range checks, in the order it reads the elements
+            raise errors.bad_request(f'parsing time "{value}": {element} out of range')
+    if second > 59:
+        raise errors.bad_request(f'parsing time "{value}": second out of range')  # Go time/format.go
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00").replace(",", "."))
     except ValueError:
-        raise errors.bad_request(f'parsing time "{value}": day out of range') from None  # time.Parse
+        raise errors.bad_request(f'parsing time "{value}": day out of range') from None  # Go time/format.go
 
 
 def validate(options: Options, name: str) -> None:

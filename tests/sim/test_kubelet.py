@@ -53,7 +53,7 @@ def test_containers_that_exit_with_restart_policy_never(
     assert (terminated.reason, terminated.exit_code) == (reason, exit_code)
     assert container_state(core, "once").restart_count == 0
     ready = next(c for c in read(core, "once").status.conditions if c.type == "Ready")
-    assert (ready.status, ready.reason) == ("False", "PodCompleted")
+    assert (ready.status, ready.reason) == ("False", "PodCompleted" if phase == "Succeeded" else "PodFailed")
     sim.advance(60, step=5)
     assert read(core, "once").status.phase == phase, "a finished pod stays finished"
     assert finished_at > 0

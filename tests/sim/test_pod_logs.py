@@ -9,6 +9,7 @@ import re
 import threading
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -116,6 +117,15 @@ def test_since_seconds_since_time_and_limit_bytes(sim: world.BackgroundWorld, co
     since = (started + datetime.timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
     code, text, content_type = raw_log(sim, "ticker", f"sinceTime={since}")
     assert (code, text, content_type) == (200, "two\nthree\n", "text/plain")
+
+
+def test_a_pod_on_a_node_that_is_gone_answers_the_nodes_not_found(
+    sim: world.BackgroundWorld, core: client.CoreV1Api
+) -> None:
+    body = script("stranded", "echo hi")
+    body["spec"]["nodeName"] = "gke-demo-gone-node"
+    core.create_namespaced_pod(NS, body)
+    assert log_error(core, "stranded") == (404, "NotFound", 'nodes "gke-demo-gone-node" not found')
 
 
 def test_a_pod_on_no_node_has_no_content(sim: world.BackgroundWorld, core: client.CoreV1Api) -> None:
@@ -235,8 +245,9 @@ def test_memory_past_the_limit_is_an_oom_kill(sim: world.BackgroundWorld, core: 
     assert reasons(core, "hungry") == ["Scheduled", "Pulling", "Pulled", "Created", "Started"], (
         "the kubelet records no event of its own for a container's OOM kill"
     )
-    ready = next(c for c in core.read_namespaced_pod("hungry", NS).status.conditions if c.type == "Ready")
-    assert ready.status == "False"
+    conditions = {c.type: c for c in core.read_namespaced_pod("hungry", NS).status.conditions}
+    for kind in ("Ready", "ContainersReady"):
+        assert (conditions[kind].status, conditions[kind].reason) == ("False", "PodFailed")
 
 
 def test_an_oom_killed_container_that_restarts_backs_off(
@@ -386,6 +397,16 @@ def test_invalid_options_are_refused_as_upstream_validation_does(
             id="not-a-time",
         ),
         pytest.param(
+            "sinceTime=2025-13-01T00:00:00Z",
+            'parsing time "2025-13-01T00:00:00Z": month out of range',
+            id="month-13",
+        ),
+        pytest.param(
+            "sinceTime=2025-02-30T00:00:00Z",
+            'parsing time "2025-02-30T00:00:00Z": day out of range',
+            id="february-30",
+        ),
+        pytest.param(
             "sinceTime=2025-01-01T00:00:00",
             'parsing time "2025-01-01T00:00:00" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "Z07:00"',
             id="no-zone",
@@ -405,3 +426,23 @@ def test_discovery_lists_pods_log(sim: world.BackgroundWorld) -> None:
     with urllib.request.urlopen(f"{sim.url}/api/v1") as response:
         found = {r["name"]: r for r in json.loads(response.read())["resources"]}
     assert (found["pods/log"]["kind"], found["pods/log"]["verbs"]) == ("Pod", ["get"])
+
+
+def test_a_running_containers_log_is_replayed_after_a_restart_from_saved_state(tmp_path: Path) -> None:
+    text = "echo one; sleep 5; echo two; sleep 10; echo three; sleep 3600"
+    with world.BackgroundWorld(world.WorldConfig(state_dir=tmp_path)) as first:
+        with client.ApiClient(client.Configuration(host=first.url)) as api:
+            run(first, client.CoreV1Api(api), script("keeper", text))
+        first.advance(6)
+    second = world.BackgroundWorld(world.WorldConfig(state_dir=tmp_path))
+    with second, client.ApiClient(client.Configuration(host=second.url)) as api:
+        core = client.CoreV1Api(api)
+        assert core.read_namespaced_pod_log("keeper", NS) == "one\ntwo\n", "lines from before the restart"
+        second.advance(10)
+        lines = stamped(core.read_namespaced_pod_log("keeper", NS, timestamps=True))
+        started = status(core, "keeper").state.running.started_at
+        assert [((m - started).total_seconds(), t) for m, t in lines] == [
+            (0.0, "one"),
+            (5.0, "two"),
+            (15.0, "three"),
+        ]

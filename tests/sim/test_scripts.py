@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sim.cluster import kubelet, scripts
+from sim.cluster import containers, scripts, shell
 from sim.cluster.scripts import Chunk, Growth
 
 
@@ -14,7 +14,7 @@ def program(command: list[str], args: list[str] | None = None) -> scripts.Progra
     return scripts.read({"command": command, "args": args or []})
 
 
-def shell(text: str) -> scripts.Program:
+def script(text: str) -> scripts.Program:
     return program(["/bin/sh", "-c", text])
 
 
@@ -40,7 +40,7 @@ def shell(text: str) -> scripts.Program:
     ],
 )
 def test_output_and_its_timing(text: str, chunks: list[tuple[float, str, str]]) -> None:
-    assert shell(text).chunks == tuple(Chunk(at, stream, out) for at, stream, out in chunks)
+    assert script(text).chunks == tuple(Chunk(at, stream, out) for at, stream, out in chunks)
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,7 @@ def test_output_and_its_timing(text: str, chunks: list[tuple[float, str, str]]) 
     ],
 )
 def test_exit_status_and_connectors(text: str, ends_at: float, code: int, printed: str) -> None:
-    result = shell(text)
+    result = script(text)
     assert (result.ends_at, result.exit_code) == (ends_at, code)
     assert "".join(c.text for c in result.chunks) == printed
 
@@ -103,21 +103,21 @@ def test_memory_growth(command: list[str], args: list[str], growth: Growth | Non
 
 def test_growth_past_the_cap_is_an_oom_kill_at_the_rate() -> None:
     container = {"command": ["sh", "-c", "echo start; sleep 2; tail /dev/zero"]}
-    killed = kubelet.behaviour(container, memory_cap=64 * 2**20, growth_rate=2**30)
+    killed = containers.behaviour(container, memory_cap=64 * 2**20, growth_rate=2**30)
     assert (killed.runs_for, killed.exit_code, killed.reason) == (2.0 + 1 / 16, 137, "OOMKilled")
-    assert kubelet.behaviour(container).runs_for is None, "without a cap it runs on"
+    assert containers.behaviour(container).runs_for is None, "without a cap it runs on"
 
 
 def test_bounded_growth_within_the_cap_keeps_running() -> None:
     container = {"command": ["stress"], "args": ["--vm", "1", "--vm-bytes", "150M", "--timeout", "60s"]}
-    within = kubelet.behaviour(container, memory_cap=200 * 2**20, growth_rate=2**30)
+    within = containers.behaviour(container, memory_cap=200 * 2**20, growth_rate=2**30)
     assert (within.runs_for, within.exit_code, within.reason) == (60.0, 0, "Completed")
-    over = kubelet.behaviour(container, memory_cap=100 * 2**20, growth_rate=2**30)
+    over = containers.behaviour(container, memory_cap=100 * 2**20, growth_rate=2**30)
     assert over.reason == "OOMKilled" and over.runs_for is not None and over.runs_for < 1
 
 
 def test_tokens_keep_quotes_apart_from_operators() -> None:
-    assert scripts.tokenize('echo \'a;b\' "c\\"d" e\\ f && x || y | z 2>&1 >out') == [
+    assert shell.tokenize('echo \'a;b\' "c\\"d" e\\ f && x || y | z 2>&1 >out') == [
         ("word", "echo"),
         ("word", "a;b"),
         ("word", 'c"d'),
