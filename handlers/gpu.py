@@ -48,8 +48,16 @@ class GpuCommand:
     def __init__(self, services: Services) -> None:
         self.services = services
 
+    def parse(self, command: dict[str, Any]) -> models.GpuCommand | models.UsageError:
+        """The command, or its refusal, including what configuration alone refuses (a type that does not
+        exist, more GPUs than a node has): the ack says it, and the lazy half then does nothing."""
+        parsed = commands.parse_gpu_command(str(command.get("text", "")))
+        if isinstance(parsed, models.RunRequest):
+            return self.services.launcher.precheck(parsed) or parsed
+        return parsed
+
     def ack_gpu(self, ack: Ack, command: dict[str, Any]) -> None:
-        text = ack_text(commands.parse_gpu_command(str(command.get("text", ""))))
+        text = ack_text(self.parse(command))
         if text:
             ack(text=text)
         else:
@@ -59,7 +67,7 @@ class GpuCommand:
         request_id = str(command.get("trigger_id", ""))
         if not self.services.first_delivery(request_id):
             return
-        parsed = commands.parse_gpu_command(str(command.get("text", "")))
+        parsed = self.parse(command)
         owner, channel = owner_of(command), str(command.get("channel_id", ""))
         if isinstance(parsed, models.RunRequest | models.StatusRequest):
             self.services.launcher.handle(parsed, owner, channel, request_id=request_id)

@@ -64,6 +64,21 @@ def check_quota(
     return models.UsageError(f"{problem} Release one first.", "/gpu release NAME")
 
 
+def check_request(
+    request: models.RunRequest,
+    *,
+    profiles: Mapping[str, models.GpuProfile],
+    default_profile: str,
+    policy: models.QuotaPolicy,
+) -> models.GpuProfile | models.UsageError:
+    """What configuration alone decides (the type, GPUs per node, the lease): checked before the ack, so
+    the ack never promises a run the next message refuses."""
+    profile = resolve_profile(request, profiles, default_profile)
+    if isinstance(profile, models.UsageError):
+        return profile
+    return check_limits(request, profile, policy) or profile
+
+
 def check_run(
     request: models.RunRequest,
     *,
@@ -73,10 +88,10 @@ def check_run(
     policy: models.QuotaPolicy,
 ) -> models.GpuProfile | models.UsageError:
     """All of the above in the order a user would want to hear it; the profile to build the pod with."""
-    profile = resolve_profile(request, profiles, default_profile)
+    profile = check_request(request, profiles=profiles, default_profile=default_profile, policy=policy)
     if isinstance(profile, models.UsageError):
         return profile
-    return check_limits(request, profile, policy) or check_quota(request, owned_gpus, policy) or profile
+    return check_quota(request, owned_gpus, policy) or profile
 
 
 def lease_hours(request: models.RunRequest, policy: models.QuotaPolicy) -> float:

@@ -148,6 +148,17 @@ class Launcher:
         self._telemetry.count_command("run", outcome)
 
     # -- /gpu run ----------------------------------------------------------------------------------
+    def precheck(self, request: models.RunRequest) -> models.UsageError | None:
+        """The refusal configuration alone gives (no cluster call), for the ack to say at once."""
+        settings = self._settings
+        checked = quota.check_request(
+            request,
+            profiles=settings.profiles,
+            default_profile=settings.default_profile,
+            policy=settings.policy,
+        )
+        return checked if isinstance(checked, models.UsageError) else None
+
     def run(
         self, request: models.RunRequest, owner: models.Owner, channel: str
     ) -> workloads.Workload | models.UsageError | None:
