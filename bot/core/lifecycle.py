@@ -93,6 +93,8 @@ class Progress:
     outcome: Outcome | None = None
     waiting_since: datetime | None = None
     notes: tuple[str, ...] = field(default=())
+    gone: bool = False
+    """The pod no longer exists; a finished run keeps its outcome, so its thread still says how it ended."""
 
     def at(self, step: Step) -> datetime | None:
         return next((t for s, t in self.reached if s == step), None)
@@ -120,8 +122,9 @@ def pool_name(group_id: str) -> str:
 
 
 def advance(progress: Progress, seen: Observation) -> tuple[Progress, list[Milestone]]:
-    if progress.outcome is not None:
-        return progress, []
+    if progress.outcome is not None:  # over: only the pod's going is still news, and no milestone
+        gone = isinstance(seen, PodSeen) and seen.deleted
+        return (replace(progress, gone=True) if gone else progress), []
     if isinstance(seen, EventSeen):
         return _on_event(progress, seen)
     if isinstance(seen, NodeSeen):
@@ -208,7 +211,7 @@ def _on_node(progress: Progress, seen: NodeSeen) -> tuple[Progress, list[Milesto
 
 def _on_pod(progress: Progress, seen: PodSeen) -> tuple[Progress, list[Milestone]]:
     if seen.deleted:
-        return replace(progress, outcome=Outcome.DELETED), [
+        return replace(progress, outcome=Outcome.DELETED, gone=True), [
             Milestone(None, seen.at, "deleted", outcome=Outcome.DELETED)
         ]
     out: list[Milestone] = []

@@ -160,14 +160,18 @@ DELETING_ACTIONS = frozenset({"release", "reap"})
 """Audit actions that are followed by the pod's delete."""
 
 
-def delete_recorded(audit: str | None) -> bool:
-    """The newest audit record is a release or a reap: the pod was to be deleted after it."""
+def recorded_delete(audit: str | None) -> dict[str, Any] | None:
+    """The newest audit record when it is a release or a reap (the pod was to be deleted after it)."""
     try:
         records = json.loads(audit) if audit else []
     except ValueError:
-        return False
+        return None
     newest = records[-1] if isinstance(records, list) and records else None
-    return isinstance(newest, dict) and newest.get("action") in DELETING_ACTIONS
+    return newest if isinstance(newest, dict) and newest.get("action") in DELETING_ACTIONS else None
+
+
+def delete_recorded(audit: str | None) -> bool:
+    return recorded_delete(audit) is not None
 
 
 def request_key(trigger_id: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from bot.core import episodes, explain, lifecycle, models, notices, workloads
+from bot.core import episodes, explain, lifecycle, models, notices, podspec, reaping, workloads
 
 Step = lifecycle.Step
 STEP_LABELS: Mapping[Step, str] = {
@@ -94,10 +94,29 @@ def sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+DELETED_BY_REAPER = {
+    reaping.Act.EXPIRE.value: "Deleted: its lease ended and nobody extended it",
+    reaping.Act.IDLE_RELEASE.value: "Deleted by the idle reaper: its GPU sat idle",
+}
+
+
+def deleted_headline(workload: workloads.Workload) -> str:
+    """Who deleted it, from the audit record written before the delete; the GPU is back either way."""
+    record = podspec.recorded_delete(workload.audit) or {}
+    back = "; its GPU is back in the pool"
+    if record.get("action") == "release":
+        by = "its owner" if record.get("actor") == workload.owner_id else f"admin {record.get('actor')}"
+        return f"Released by {by}{back}"
+    if record.get("action") == "reap":
+        reason = str(record.get("reason", ""))
+        return DELETED_BY_REAPER.get(reason, f"Deleted by gpubot ({reason or 'reaped'})") + back
+    return f"Deleted outside gpubot{back}"
+
+
 def headline(thread: Thread) -> str:
     progress = thread.progress
     if progress.outcome is lifecycle.Outcome.DELETED:
-        return "Released: the pod is deleted and its GPU is back in the pool"
+        return deleted_headline(thread.workload)
     if progress.outcome is not None:
         return sentence(thread.outcome_text) or "Finished"
     if progress.step == Step.RUNNING:
@@ -123,9 +142,7 @@ def lease_text(lease_end: datetime | None, now: datetime) -> str:
 
 def has_output(progress: lifecycle.Progress) -> bool:
     """The container has started and the pod is still there, so `pods/log` has something to give."""
-    if progress.outcome is not None:
-        return progress.outcome is not lifecycle.Outcome.DELETED
-    return progress.at(Step.RUNNING) is not None
+    return not progress.gone and (progress.outcome is not None or progress.at(Step.RUNNING) is not None)
 
 
 def thread_status(thread: Thread, *, now: datetime, wall: datetime, note: str = "") -> notices.ThreadStatus:

@@ -126,7 +126,7 @@ def settled(rig: Rig, ledger: PodLedger, finished: Callable[[Json], bool]) -> bo
 
 
 def is_running_or_refused(slack: BackgroundSlack, root: Json) -> bool:
-    return root["text"].startswith(":x:") or "Running" in replies(slack, root)
+    return root["text"].startswith(":x:") or any(text.endswith("> Running") for text in replies(slack, root))
 
 
 def is_over(slack: BackgroundSlack, live: set[str], root: Json) -> bool:

@@ -29,7 +29,7 @@ def test_the_story_plays_through_with_the_bot(caplog: pytest.LogCaptureFixture) 
         "the GPU pool is at its maximum size, so no new node can be added. Fix: wait for a GPU to free up",
         "alice types `/gpu release all`",
         "Released `gpu-u-alice-",
-        "*Released: the pod is deleted and its GPU is back in the pool*",
+        "*Released by its owner; its GPU is back in the pool*",
         ":zzz: The GPU of `gpu-u-bob-",
         "bob presses [Keep] on the bot's message",
         "Kept by its owner: no idle release before",

@@ -67,7 +67,7 @@ def test_a_person_runs_a_gpu_then_releases_it_with_the_button() -> None:
         'and confirms "Release gpu-u-alice-',
         "alice> /gpu status",
         "Your workloads",
-        "*Released: the pod is deleted and its GPU is back in the pool*",
+        "*Released by its owner; its GPU is back in the pool*",
         "alice> quit",
     ]
     positions = [text.find(beat) for beat in beats]

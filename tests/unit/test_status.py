@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -108,7 +110,7 @@ Step, Outcome = lifecycle.Step, lifecycle.Outcome
         (lifecycle.Progress(T0, reached=((Step.RUNNING, T0),)), True),
         (lifecycle.Progress(T0, outcome=Outcome.FAILED), True),
         (lifecycle.Progress(T0, outcome=Outcome.SUCCEEDED), True),
-        (lifecycle.Progress(T0, reached=((Step.RUNNING, T0),), outcome=Outcome.DELETED), False),
+        (lifecycle.Progress(T0, reached=((Step.RUNNING, T0),), outcome=Outcome.DELETED, gone=True), False),
     ],
 )
 def test_the_logs_button_shows_while_there_is_output_to_read(
@@ -147,3 +149,29 @@ def test_a_pod_whose_own_scale_up_was_seen_keeps_the_steps_a_raced_informer_skip
     labels = [line.label for line in status.step_lines(status.Thread(running_on("gpu-1"), progress), T0)]
     assert labels[:5] == ["waiting for a GPU node", "scale-up triggered", "node provisioning", "node Ready",
                           "GPU allocatable"]  # fmt: skip
+
+
+def deleted(audit: list[dict[str, str]]) -> str:
+    workload = dataclasses.replace(running_on("gpu-1"), audit=json.dumps(audit))
+    return status.deleted_headline(workload)
+
+
+def test_a_deleted_pod_is_headed_by_who_deleted_it() -> None:
+    run = {"action": "run", "actor": "U_ALICE"}
+    assert deleted([run, {"action": "release", "actor": "U_ALICE"}]).startswith("Released by its owner;")
+    assert deleted([run, {"action": "release", "actor": "U_ADMIN"}]).startswith("Released by admin U_ADMIN;")
+    expired = deleted([run, {"action": "reap", "actor": "gpubot", "reason": "expire"}])
+    assert expired.startswith("Deleted: its lease ended and nobody extended it")
+    idle = deleted([run, {"action": "reap", "actor": "gpubot", "reason": "idle-release"}])
+    assert idle.startswith("Deleted by the idle reaper")
+    assert deleted([run]).startswith("Deleted outside gpubot")
+
+
+def test_a_finished_run_keeps_its_ending_once_its_pod_is_gone_and_loses_its_logs_button() -> None:
+    ran = lifecycle.Progress(T0, reached=((Step.RUNNING, T0),))
+    failed, _ = lifecycle.advance(
+        ran, lifecycle.PodSeen(T0, "Failed", exit_code=1, terminated_reason="Error")
+    )
+    gone, said = lifecycle.advance(failed, lifecycle.PodSeen(T0, "Failed", exit_code=1, deleted=True))
+    assert gone.outcome is Outcome.FAILED and gone.gone and said == []
+    assert status.has_output(failed) and not status.has_output(gone)
