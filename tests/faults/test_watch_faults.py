@@ -52,7 +52,9 @@ def tell_story(rig: Rig) -> Story:
     for step in STEPS:
         advance_watching(rig, step_reached(slack, step))
     root = the_root(slack)
-    slack.wait_until(lambda: (said := replies(slack, root)) and said[-1] == "<@U_ALICE> Running", timeout=WAIT)
+    slack.wait_until(
+        lambda: (said := replies(slack, root)) and said[-1] == "<@U_ALICE> Running", timeout=WAIT
+    )
     checklist = steps(the_root(slack))
     slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
     advance_watching(rig, lambda: "The pod is gone" in " ".join(replies(slack, root)))
