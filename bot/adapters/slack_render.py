@@ -6,6 +6,7 @@ fitted into Block Kit's limits here, so no notice, however long, makes Slack ans
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from bot.core import notices
@@ -115,9 +116,8 @@ def render_thread_status(status: notices.ThreadStatus) -> Rendered:
         blocks.append(section(problem, block_id="gpubot_problem"))
     if status.outcome:
         blocks.append(section(f":checkered_flag: {escape(status.outcome)}", block_id="gpubot_outcome"))
-    if status.lease_end:
-        left = f" (in {status.lease_left})" if status.lease_left else ""
-        blocks.append(context([f"lease ends {escape(status.lease_end + left)}"], block_id="gpubot_lease"))
+    if status.lease_end is not None:
+        blocks.append(context([f"lease ends {date_token(status.lease_end)}"], block_id="gpubot_lease"))
     if status.buttons.any:
         blocks.append(actions(status))
     return Rendered(fallback(thread_fallback(status)), blocks)
@@ -146,6 +146,13 @@ def thread_fallback(status: notices.ThreadStatus) -> str:
     if status.outcome:
         parts.append(status.outcome)
     return " — ".join(parts)
+
+
+def date_token(moment: datetime) -> str:
+    """A time each reader sees in their own zone ("Today at 2:00 PM"), with UTC as the fallback for
+    clients that cannot (docs.slack.dev, "Formatting text for app surfaces", "Date formatting")."""
+    fallback = moment.astimezone(UTC).strftime("%a %H:%M UTC")
+    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
 def step_line(step: notices.StepLine) -> str:

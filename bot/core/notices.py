@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from bot.core import explain
 
@@ -60,10 +61,9 @@ class ThreadStatus:
     problem: explain.Problem | None = None
     outcome: str = ""
     """Set once the workload is over: "Completed (exit code 0)", "released by <owner>"."""
-    lease_end: str = ""
-    """When the lease runs out, already formatted for people, e.g. "16:30 UTC"."""
-    lease_left: str = ""
-    """How long until then, e.g. "2h": a countdown, so a clock (see `without_clocks`)."""
+    lease_end: datetime | None = None
+    """When the lease runs out; shown in each reader's own time zone. No countdown: a message is only
+    edited for news, so one would freeze at its last edit and go on saying "in 3h" for hours."""
     buttons: Buttons = Buttons()
     note: str = ""
     """A line of context under the steps, e.g. when the node is usually ready."""
@@ -74,11 +74,11 @@ class ThreadStatus:
         return f"{self.namespace}/{self.name}"
 
     def without_clocks(self) -> ThreadStatus:
-        """The status with its running clocks stopped (the current step's timer, the lease's countdown).
+        """The status with its running clock stopped (the current step's timer).
         Two statuses that differ only in clocks are not worth an edit: each edit is a Slack call, and the
         next real change brings the clocks up to date."""
         steps = tuple(replace(s, elapsed="") if s.state is StepState.CURRENT else s for s in self.steps)
-        return replace(self, steps=steps, lease_left="")
+        return replace(self, steps=steps)
 
 
 @dataclass(frozen=True)

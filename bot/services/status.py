@@ -159,8 +159,7 @@ def thread_status(thread: Thread, *, now: datetime, wall: datetime, note: str = 
         steps=step_lines(thread, now),
         problem=None if over else thread.problem,
         outcome=thread.outcome_text if over else "",
-        lease_end="" if over or lease is None else lease_clock(lease),
-        lease_left="" if over or lease is None else lease_left(lease, wall),
+        lease_end=None if over else lease,
         buttons=notices.Buttons(release=not over, extend=not over, logs=has_output(thread.progress)),
         note="" if over else note,
     )

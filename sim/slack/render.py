@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 from sim.slack.transcript import Json
@@ -112,10 +113,16 @@ def _action_line(action: Json, names: dict[str, str]) -> str:
     return f"[{_clock(action['ts'])}] {who} {action['kind']}: {action['detail']}"
 
 
+DATE_TOKEN = re.compile(r"<!date\^\d+\^[^|>]*\|([^>]*)>")
+"""`<!date^1392734382^{date_short_pretty} at {time}|fallback>`: the transcript has no reader's time zone,
+so it shows the fallback (docs.slack.dev, "Formatting text for app surfaces", "Date formatting")."""
+
+
 def shown(mrkdwn: str) -> str:
-    """What a Slack client displays for escaped mrkdwn: the three control characters decoded
-    (docs.slack.dev, "Formatting text for app surfaces", "Escaping text": &amp; &lt; &gt;)."""
-    return mrkdwn.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    """What a Slack client displays for escaped mrkdwn: date tokens as their fallback, and the three
+    control characters decoded (the same page, "Escaping text": &amp; &lt; &gt;)."""
+    dated = DATE_TOKEN.sub(lambda match: match.group(1), mrkdwn)
+    return dated.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def _text_of(obj: Any) -> str:

@@ -568,3 +568,10 @@ def test_the_transcript_shows_escaped_mrkdwn_as_a_slack_client_does() -> None:
         {"type": "section", "text": {"type": "plain_text", "text": "&amp; stays"}},
     ]
     assert render.render_blocks(blocks) == ["`echo x >&2` <ok>", "&amp; stays"]
+
+
+def test_a_date_token_shows_its_fallback_in_the_transcript() -> None:
+    text = "lease ends <!date^1767630600^{date_short_pretty} at {time}|Mon 16:30 UTC>"
+    assert render.render_blocks([{"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}]) == [
+        "lease ends Mon 16:30 UTC"
+    ]

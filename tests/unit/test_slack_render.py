@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -31,8 +32,7 @@ PROVISIONING = notices.ThreadStatus(
         notices.StepLine("node provisioning", CURRENT, "1m05s"),
         notices.StepLine("node Ready", PENDING),
     ),
-    lease_end="16:30 UTC",
-    lease_left="4h",
+    lease_end=datetime(2026, 1, 5, 16, 30, tzinfo=UTC),
     buttons=notices.Buttons(release=True, extend=True),
 )
 STUCK = notices.ThreadStatus(
