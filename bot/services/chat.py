@@ -7,9 +7,14 @@ the channel, the channel archived or gone), so a caller can reach the person ano
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from bot.core import notices
+
+Answer = Callable[[str], bool]
+"""Answers the person who typed a command, privately, by the command's own response_url: that reaches them
+even in a channel the bot is not in, where an ephemeral through the Web API is refused. True if sent."""
 
 
 class Chat(Protocol):

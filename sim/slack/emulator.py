@@ -258,9 +258,9 @@ class SlackEmulator:
         return web.json_response({"ok": True})
 
     async def _change_channel(self, request: web.Request) -> web.Response:
-        """Remove the bot from a channel (or invite it back), archive it, or delete it, at run time."""
+        """Remove the bot from a channel (or invite it back), make it private, archive or delete it."""
         body = await _json_body(request)
-        changes = {k: bool(body[k]) for k in ("bot_member", "archived", "deleted") if k in body}
+        changes = {k: bool(body[k]) for k in ("bot_member", "private", "archived", "deleted") if k in body}
         try:
             channel = self.workspace.change_channel(str(body.get("channel", "")), **changes)
         except LookupError as exc:

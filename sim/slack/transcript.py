@@ -47,6 +47,8 @@ class Channel:
     bot_member: bool = True
     """Slack refuses chat.postMessage with not_in_channel until the bot has joined (or once it is removed)."""
     members: set[str] = field(default_factory=set)
+    private: bool = False
+    """Hidden from a bot that is not a member: its posts answer channel_not_found, not not_in_channel."""
     archived: bool = False
     """Read-only: posts answer is_archived, edits is_inactive, and nobody can type a command in it."""
     deleted: bool = False
@@ -60,7 +62,7 @@ class Channel:
             "name": self.name,
             "is_channel": True,
             "is_im": False,
-            "is_private": False,
+            "is_private": self.private,
             "is_member": self.bot_member,
             "is_archived": self.archived,
             "num_members": len(self.members),
@@ -228,16 +230,19 @@ class Workspace:
         channel_id: str,
         *,
         bot_member: bool | None = None,
+        private: bool | None = None,
         archived: bool | None = None,
         deleted: bool | None = None,
     ) -> Channel:
-        """What a workspace admin or member does to a channel: remove the bot (or invite it back), archive
-        or unarchive it, delete it. LookupError for an unknown id."""
+        """What a workspace admin or member does to a channel: remove the bot (or invite it back), make it
+        private, archive or unarchive it, delete it. LookupError for an unknown id."""
         channel = self.channels.get(channel_id)
         if channel is None or channel.is_im:
             raise LookupError(f"no channel {channel_id!r}")
         if bot_member is not None:
             channel.bot_member = bot_member
+        if private is not None:
+            channel.private = private
         if archived is not None:
             channel.archived = archived
         if deleted is not None:
@@ -316,6 +321,7 @@ class Workspace:
             "is_im": channel.is_im,
             "user": channel.im_user,
             "is_member": channel.bot_member,
+            "is_private": channel.private,
             "is_archived": channel.archived,
             "deleted": channel.deleted,
             "messages": [self._message_snapshot(m) for m in messages],

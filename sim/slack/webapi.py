@@ -116,9 +116,12 @@ def auth_test(ctx: Context, params: Params) -> Json:
 
 def writable_channel(ctx: Context, params: Params) -> str:
     """A channel the bot may post in: chat.postMessage and chat.postEphemeral answer `channel_not_found`
-    (unknown or deleted), `is_archived` ("Channel has been archived.") and `not_in_channel`, as Slack's
-    method references list them (docs.slack.dev/reference/methods/chat.postMessage, …/chat.postEphemeral)."""
+    (unknown or deleted, or private and the bot not in it, so the bot cannot see it), `is_archived`
+    ("Channel has been archived.") and `not_in_channel`, as Slack's method references list them
+    (docs.slack.dev/reference/methods/chat.postMessage, …/chat.postEphemeral)."""
     channel = ctx.workspace.channels[channel_param(ctx, params)]
+    if channel.private and not channel.bot_member:
+        raise SlackError("channel_not_found")
     if channel.archived:
         raise SlackError("is_archived")
     if not channel.bot_member:
@@ -227,7 +230,7 @@ def conversations_open(ctx: Context, params: Params) -> Json:
 
 def conversations_info(ctx: Context, params: Params) -> Json:
     channel = ctx.workspace.channels.get(text_param(params, "channel"))
-    if channel is None or channel.deleted:
+    if channel is None or channel.deleted or (channel.private and not channel.bot_member):
         raise SlackError("channel_not_found")
     return {"channel": channel.to_api()}
 

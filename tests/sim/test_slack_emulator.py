@@ -200,6 +200,7 @@ def test_errors_as_slack_names_them(call: Any, error: str) -> None:
     ("change", "posting", "editing"),
     [
         ({"bot_member": False}, "not_in_channel", ""),
+        ({"bot_member": False, "private": True}, "channel_not_found", ""),
         ({"archived": True}, "is_archived", "is_inactive"),
         ({"deleted": True}, "channel_not_found", "channel_not_found"),
     ],
@@ -219,7 +220,8 @@ def test_a_channel_changed_under_the_bot_refuses_its_writes_as_slack_does(
         assert api_error(edit).response["error"] == editing
     else:
         assert edit()["ok"]
-    info = None if change.get("deleted") else client.conversations_info(channel="C_GPU")["channel"]
+    hidden = change.get("deleted") or change.get("private")
+    info = None if hidden else client.conversations_info(channel="C_GPU")["channel"]
     assert info is None or (info["is_member"], info["is_archived"]) == (
         change.get("bot_member", True),
         change.get("archived", False),
@@ -229,7 +231,7 @@ def test_a_channel_changed_under_the_bot_refuses_its_writes_as_slack_does(
     if change.get("archived") or change.get("deleted"):  # read-only or gone: nobody can type there
         with pytest.raises(LookupError):
             slack.type_command("U_ALICE", "C_GPU", "/gpu", "status")
-    slack.change_channel("C_GPU", bot_member=True, archived=False, deleted=False)  # invited back, restored
+    slack.change_channel("C_GPU", bot_member=True, archived=False, deleted=False)  # invited, restored
     assert client.chat_postMessage(channel="C_GPU", text="back", thread_ts=root)["ok"]
     assert [m["text"] for m in slack.messages("C_GPU")] == ["y" if not editing else "root", "back"]
 

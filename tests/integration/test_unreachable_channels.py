@@ -1,6 +1,8 @@
-"""The reaper when Slack cannot take its messages: the bot removed from the channel, the channel archived or
-deleted, or Slack failing. Deletes happen on time whatever Slack says; the owner hears by DM when the
-thread is out of reach, and what could not be delivered is recorded. Rounds are counted on the sim clock.
+"""Channels the bot cannot post in (removed from it, archived, deleted) and a Slack that fails.
+
+The reaper deletes on time whatever Slack says; the owner hears by DM when the thread is out of reach, and
+what could not be delivered is recorded. Rounds are counted on the sim clock. A run asked in a channel
+without the bot is refused at once, saying how to invite it, and makes no pod.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from bot.core import labels, podspec
 from sim.cluster import world
 from sim.slack.ratelimits import FaultConfig
 from sim.slack.runner import BackgroundSlack
-from tests.integration.botkit import WAIT, Json, advance_until, gpubot_pods
+from tests.integration.botkit import RUN, WAIT, Json, advance_until, gpubot_pods, roots
 from tests.integration.test_reaper import ALICE_DM, gpu_nodes, pod_notes, reaping_bot, said, start_workload
 
 pytestmark = pytest.mark.usefixtures("slack_env")
@@ -122,3 +124,23 @@ def test_a_delete_waits_for_no_slack_outage_and_is_told_once_slack_is_back(
     assert late == 1
     assert [len(found) for found in told] == [0, 0, 1], "a reminder due before the delete is not sent after"
     assert not alice_dms(slack, "Deleted") and recorded == []
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_a_run_in_a_channel_without_the_bot_is_refused_at_once_with_how_to_invite_it(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, private: bool
+) -> None:
+    """Slack answers the bot's post not_in_channel in a public channel, channel_not_found in a private one."""
+    slack.change_channel("C_GPU", bot_member=False, private=private)
+    delivery = slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
+    refusal = slack.wait_until(
+        lambda: [e for e in slack.ephemerals("U_ALICE") if "`/invite @gpubot`" in e["text"]], timeout=WAIT
+    )
+    sim.advance(60)
+    bot.outbox.flush(WAIT)
+    refused = [c.error for c in slack.calls("chat.postMessage")]
+    assert delivery.acked
+    assert refused == ["channel_not_found" if private else "not_in_channel"]
+    (said,) = refusal
+    assert said["source"] == "response_url" and "nothing was started" in said["text"]
+    assert gpubot_pods(sim) == [] and roots(slack) == []
