@@ -51,9 +51,16 @@ class OutboxChat:
     def __init__(self, outbox: slack_outbox.SlackOutbox) -> None:
         self.outbox = outbox
 
-    def post(self, channel: str, notice: notices.Notice, *, thread_ts: str | None = None) -> str:
+    def post(
+        self,
+        channel: str,
+        notice: notices.Notice,
+        *,
+        thread_ts: str | None = None,
+        timeout: float | None = None,
+    ) -> str:
         text, blocks = slack_render.render(notice)
-        return self.outbox.post(channel, text, blocks, thread_ts=thread_ts)
+        return self.outbox.post(channel, text, blocks, thread_ts=thread_ts, timeout=timeout)
 
     def reply(self, channel: str, thread_ts: str, notice: notices.Notice) -> None:
         text, blocks = slack_render.render(notice)
@@ -70,6 +77,10 @@ class OutboxChat:
     def dm(self, user: str, notice: notices.Notice) -> None:
         text, blocks = slack_render.render(notice)
         self.outbox.dm(user, text, blocks)
+
+    def post_dm(self, user: str, notice: notices.Notice, *, timeout: float | None = None) -> str:
+        text, blocks = slack_render.render(notice)
+        return self.outbox.post_dm(user, text, blocks, timeout=timeout)
 
 
 @dataclass
@@ -414,6 +425,8 @@ def build(
         store=kept,
         metrics=_metrics(settings),
         telemetry=telemetry,
+        replica=settings.leader.identity,
+        tell_wait_seconds=min(reaper.TELL_WAIT_SECONDS, outbox.settings.post_timeout_seconds),
     )
     bot.reap_seconds = settings.reaper.interval_seconds
     if services.warmer is not None:

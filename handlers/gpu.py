@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from slack_bolt import Ack, App
+from slack_bolt import Ack, App, Respond
 
 from bot.core import commands, models, notices
 from bot.services import Services
+
+logger = logging.getLogger(__name__)
 
 COMMAND = "/gpu"
 
@@ -42,6 +45,20 @@ def owner_of(command: dict[str, Any]) -> models.Owner:
     )
 
 
+class ResponseUrlAnswer:
+    """`chat.Answer` by Bolt's `respond`: an ephemeral through the command's response_url."""
+
+    def __init__(self, respond: Respond) -> None:
+        self.respond = respond
+
+    def __call__(self, text: str) -> bool:
+        try:
+            return self.respond(text=text, response_type="ephemeral").status_code == 200
+        except Exception:  # the network, or an expired url: the caller falls back or logs
+            logger.warning("could not answer through the response_url", exc_info=True)
+            return False
+
+
 class GpuCommand:
     """Bound methods rather than closures, so Bolt sees plain listener signatures."""
 
@@ -63,14 +80,15 @@ class GpuCommand:
         else:
             ack()
 
-    def run_gpu(self, command: dict[str, Any]) -> None:
+    def run_gpu(self, command: dict[str, Any], respond: Respond) -> None:
         request_id = str(command.get("trigger_id", ""))
         if not self.services.first_delivery(request_id):
             return
         parsed = self.parse(command)
         owner, channel = owner_of(command), str(command.get("channel_id", ""))
         if isinstance(parsed, models.RunRequest | models.StatusRequest):
-            self.services.launcher.handle(parsed, owner, channel, request_id=request_id)
+            answer = ResponseUrlAnswer(respond)
+            self.services.launcher.handle(parsed, owner, channel, request_id=request_id, answer=answer)
         elif isinstance(parsed, models.ReleaseRequest | models.ExtendRequest):
             self.services.leases.handle(parsed, owner.user_id, channel)
         elif isinstance(parsed, models.LogsRequest):

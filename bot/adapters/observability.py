@@ -69,6 +69,13 @@ class Telemetry:
             ["act", "dry_run"],
             registry=self.registry,
         )
+        self._undelivered = Counter(
+            "gpubot_undelivered_total",
+            "Reaper messages a thread or a DM refused for good, by act, where (thread, dm) and why "
+            "(not-member, archived, gone, refused, no-owner); a thread refused is followed by a DM.",
+            ["act", "where", "why"],
+            registry=self.registry,
+        )
         self._server: ProbeServer | None = None
 
     # -- the port ------------------------------------------------------------------------------
@@ -83,6 +90,9 @@ class Telemetry:
 
     def count_reaper_act(self, act: str, *, dry_run: bool) -> None:
         self._reaper_acts.labels(act=act, dry_run=str(dry_run).lower()).inc()
+
+    def count_undelivered(self, act: str, *, where: str, why: str) -> None:
+        self._undelivered.labels(act=act, where=where, why=why).inc()
 
     # -- read at scrape time ---------------------------------------------------------------------
     def watch(self, *, outbox: slack_outbox.SlackOutbox, leading: Callable[[], bool]) -> None:

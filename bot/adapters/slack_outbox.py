@@ -6,7 +6,8 @@ The worker sends the lane whose head may go soonest, pacing each channel's chat.
 about one a second) and each tiered method against its per-minute budget. A 429 pauses that bucket for
 Retry-After; a 5xx or connection error pauses the lane with capped exponential back-off; either way the
 same job is retried at the head of its lane, so nothing is dropped or reordered. Only errors that retrying
-cannot fix (`Invalid`, `NotFound`) drop a job, logged and counted. Edits of a message that have not been
+cannot fix (`Invalid`, `NotFound`, `Unreachable`) drop a job, logged and counted; a caller that waits
+(`post`, `post_dm`) gets the error and may reach the person another way. Edits of a message that have not been
 sent yet collapse into the newest.
 
 slack_sdk's own retry handlers must be off (`make_client` does that): with them on, a 429 or connection
@@ -50,7 +51,17 @@ TIER_PER_MINUTE: Mapping[str, int] = {
     "conversations.open": 50,
 }
 """Slack's documented floors (Tier 3 = 50+/min, Tier 4 = 100+/min) per method per workspace."""
-NOT_FOUND_ERRORS = frozenset({"channel_not_found", "message_not_found", "user_not_found", "thread_not_found"})
+NOT_FOUND_ERRORS = frozenset({"message_not_found", "user_not_found", "thread_not_found"})
+UNREACHABLE_ERRORS: Mapping[str, errors.Why] = {
+    "not_in_channel": "not-member",
+    "is_archived": "archived",
+    "is_inactive": "archived",
+    "channel_not_found": "gone",
+}
+"""Slack's refusals of a channel itself, as its method references name them: chat.postMessage and
+chat.postEphemeral answer `not_in_channel`, `is_archived` ("Channel has been archived.") and
+`channel_not_found` (also for a private channel the bot is not in); chat.update answers `is_inactive` in
+an archived channel (docs.slack.dev/reference/methods/chat.postMessage, …/chat.update)."""
 SERVER_ERRORS = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
 
 
@@ -103,6 +114,8 @@ def convert(err: Exception) -> errors.GpubotError:
         return errors.RateLimited(f"Slack: {code or 'ratelimited'}", retry_after=_retry_after(err))
     if status >= 500 or code in SERVER_ERRORS:
         return errors.Unavailable(f"Slack: {code or f'HTTP {status}'}")
+    if code in UNREACHABLE_ERRORS:
+        return errors.Unreachable(f"Slack: {code}", why=UNREACHABLE_ERRORS[code])
     if code in NOT_FOUND_ERRORS:
         return errors.NotFound(f"Slack: {code}")
     return errors.Invalid(f"Slack: {code or f'HTTP {status}'}")
@@ -215,13 +228,7 @@ class SlackOutbox:
         """
         result: Future[str] = Future()
         job = self._enqueue("post", ("chat", channel), _message(channel, text, blocks, thread_ts), result)
-        wait = self._settings.post_timeout_seconds if timeout is None else timeout
-        try:
-            return result.result(timeout=wait)
-        except TimeoutError:
-            if self._withdraw(job):
-                raise errors.Unavailable(f"Slack post to {channel} not sent within {wait} s") from None
-            return result.result()  # on the wire already: its answer is moments away
+        return self._wait(job, result, timeout, f"Slack post to {channel}")
 
     def reply(self, channel: str, thread_ts: str, text: str, blocks: list[Block] | None = None) -> None:
         """Queue a reply in a thread, after every earlier write to that channel."""
@@ -244,7 +251,19 @@ class SlackOutbox:
         args = {**_message("", text, blocks, None), "user": user}
         self._enqueue("dm", ("dm", user), args)
 
+    def post_dm(
+        self, user: str, text: str, blocks: list[Block] | None = None, *, timeout: float | None = None
+    ) -> str:
+        """A direct message, in order after the user's queued ones, waited for as `post` waits."""
+        result: Future[str] = Future()
+        job = self._enqueue("dm", ("dm", user), {**_message("", text, blocks, None), "user": user}, result)
+        return self._wait(job, result, timeout, f"Slack DM to {user}")
+
     # -- watching and stopping ------------------------------------------------------------------
+    @property
+    def settings(self) -> OutboxSettings:
+        return self._settings
+
     def depth(self) -> int:
         """Jobs waiting or in flight."""
         with self._cond:
@@ -298,6 +317,15 @@ class SlackOutbox:
             queue.append(job)
             self._cond.notify_all()
         return job
+
+    def _wait(self, job: Job, result: Future[str], timeout: float | None, what: str) -> str:
+        wait = self._settings.post_timeout_seconds if timeout is None else timeout
+        try:
+            return result.result(timeout=wait)
+        except TimeoutError:
+            if self._withdraw(job):
+                raise errors.Unavailable(f"{what} not sent within {wait} s") from None
+            return result.result()  # on the wire already: its answer is moments away
 
     def _withdraw(self, job: Job) -> bool:
         with self._cond:

@@ -62,9 +62,15 @@ def mentioning(user: str, rendered: Rendered) -> Rendered:
 def render_reminder(reminder: notices.Reminder) -> Rendered:
     blocks = sections(reminder.text)[: MAX_BLOCKS - 2]
     if reminder.thread_channel:
-        blocks.append(
-            context([f"its thread is in <#{escape(reminder.thread_channel)}>"], block_id="gpubot_where")
+        where = f"<#{escape(reminder.thread_channel)}>"
+        said = (
+            f"I could not post this in its thread in {where}: {escape(reminder.thread_note)}"
+            if reminder.thread_note
+            else f"its thread is in {where}"
         )
+        blocks.append(context([said], block_id="gpubot_where"))
+    elif reminder.thread_note:
+        blocks.append(context([escape(reminder.thread_note)], block_id="gpubot_where"))
     if reminder.buttons.any:
         blocks.append(button_row(reminder.workload, reminder.workload.rpartition("/")[2], reminder.buttons))
     return Rendered(fallback(reminder.text), blocks)

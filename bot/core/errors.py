@@ -5,6 +5,8 @@ Each class says what a caller should do next: give up on the object, reread it, 
 
 from __future__ import annotations
 
+from typing import Literal
+
 
 class GpubotError(Exception):
     """Base of every failure an adapter reports; catching it catches all of them."""
@@ -32,6 +34,20 @@ class RateLimited(GpubotError):
 
 class Unavailable(GpubotError):
     """The remote is down, unreachable or failing (5xx, connection errors); retry with back-off."""
+
+
+Why = Literal["not-member", "archived", "gone"]
+"""Why a chat destination refuses us: the bot is not a member (never invited, or removed), the channel is
+archived, or it is gone (deleted, or private and the bot not in it)."""
+
+
+class Unreachable(GpubotError):
+    """A chat destination refuses every message until a person acts (invites the bot, unarchives the
+    channel): retrying cannot help, another way to reach the person can."""
+
+    def __init__(self, message: str, *, why: Why) -> None:
+        super().__init__(message)
+        self.why: Why = why
 
 
 class Invalid(GpubotError):

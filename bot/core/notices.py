@@ -102,6 +102,8 @@ class Reminder:
     buttons: Buttons = Buttons()
     thread_channel: str = ""
     """Set on a DM: the channel whose thread follows the workload, linked for the reader."""
+    thread_note: str = ""
+    """Set on a DM sent instead of a thread reply: why the thread could not take it, in plain words."""
 
 
 @dataclass(frozen=True)

@@ -185,6 +185,10 @@ class Telemetry(Protocol):
         """The reaper reminded, warned, or deleted (`reaping.Act` values)."""
         ...
 
+    def count_undelivered(self, act: str, *, where: str, why: str) -> None:
+        """A reaper message its thread (`where="thread"`) or the owner's DM refused for good."""
+        ...
+
 
 class NoTelemetry:
     """Counts nothing: the default, so services and their tests need no metrics registry."""
@@ -199,6 +203,9 @@ class NoTelemetry:
         return None
 
     def count_reaper_act(self, act: str, *, dry_run: bool) -> None:
+        return None
+
+    def count_undelivered(self, act: str, *, where: str, why: str) -> None:
         return None
 
 

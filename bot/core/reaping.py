@@ -38,6 +38,8 @@ REAPING = frozenset({Act.EXPIRE, Act.IDLE_RELEASE, Act.CLEAN_FINISHED})
 """The acts that delete a pod after saying why."""
 QUIET = frozenset({Act.IDLE_CLEAR, Act.FINISH_DELETE})
 """The acts that say nothing."""
+SPEAKING = frozenset({Act.REMIND, Act.NUDGE, Act.IDLE_WARN})
+"""The acts that only speak: a message to deliver, then a mark on the pod."""
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,20 @@ def removed_outside(workload: workloads.Workload) -> str:
     )
 
 
+INVITE = "`/invite @gpubot`"
+THREAD_REFUSED_NOTES = {
+    "not-member": f"I am not a member of that channel (any more). Invite me back with {INVITE} there to "
+    "follow your runs in it.",
+    "archived": "that channel is archived.",
+    "gone": f"that channel is gone, or private without me in it (invite me with {INVITE}).",
+}
+
+
+def thread_refused_note(why: str) -> str:
+    """Why a message came by DM rather than in its thread (`why`: `errors.Why`, else Slack refused it)."""
+    return THREAD_REFUSED_NOTES.get(why, "Slack refused the message there.")
+
+
 def dry_run(act: Act, workload: workloads.Workload) -> str:
     return f":test_tube: Dry run: the reaper would {act.value.replace('-', ' ')} `{workload.name}` now."
 

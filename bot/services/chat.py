@@ -1,18 +1,33 @@
 """Services: the port through which services speak to people, in core notices; the composition root renders.
 
-Kept to five verbs so any chat (the Slack outbox, a test fake) can stand behind it.
+Kept to six verbs so any chat (the Slack outbox, a test fake) can stand behind it. The two that wait
+(`post`, `post_dm`) raise `errors.Unreachable` when the destination refuses us for good (the bot not in
+the channel, the channel archived or gone), so a caller can reach the person another way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from bot.core import notices
 
+Answer = Callable[[str], bool]
+"""Answers the person who typed a command, privately, by the command's own response_url: that reaches them
+even in a channel the bot is not in, where an ephemeral through the Web API is refused. True if sent."""
+
 
 class Chat(Protocol):
-    def post(self, channel: str, notice: notices.Notice, *, thread_ts: str | None = None) -> str:
-        """Post and wait until it is delivered; return its ts (a thread root's ts is the thread's id)."""
+    def post(
+        self,
+        channel: str,
+        notice: notices.Notice,
+        *,
+        thread_ts: str | None = None,
+        timeout: float | None = None,
+    ) -> str:
+        """Post and wait until it is delivered; return its ts (a thread root's ts is the thread's id).
+        Not sent within `timeout` seconds (the chat's default when None): `Unavailable`, and withdrawn."""
         ...
 
     def reply(self, channel: str, thread_ts: str, notice: notices.Notice) -> None:
@@ -29,4 +44,8 @@ class Chat(Protocol):
 
     def dm(self, user: str, notice: notices.Notice) -> None:
         """Queue a direct message to `user` (the conversation is opened as needed)."""
+        ...
+
+    def post_dm(self, user: str, notice: notices.Notice, *, timeout: float | None = None) -> str:
+        """A direct message to `user`, waited for as `post` waits."""
         ...

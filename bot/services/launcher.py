@@ -69,6 +69,21 @@ def held_gpus(owned: list[workloads.Workload]) -> int:
     return sum(w.gpus for w in owned if is_live(w))
 
 
+def unreachable_text(why: errors.Why) -> str:
+    """A run refused because its channel will not take the bot's thread: why, and how to fix it."""
+    if why == "archived":
+        return "This channel is archived, so I cannot follow a run in it. Nothing was started."
+    where = (
+        "I am not in this channel"
+        if why == "not-member"
+        else "I cannot post in this channel (a private channel I am not in?)"
+    )
+    return (
+        f"{where}, so I cannot follow your run here; nothing was started. Invite me with "
+        "`/invite @gpubot`, then run it again."
+    )
+
+
 def run_outcome(result: workloads.Workload | models.UsageError | None) -> ports.CommandOutcome:
     if isinstance(result, models.UsageError):
         return "refused"
@@ -107,12 +122,15 @@ class Launcher:
         channel: str,
         *,
         request_id: str = "",
+        answer: chat.Answer | None = None,
     ) -> None:
         """The slow half of `/gpu run` and `/gpu status`, each counted once by how it ended.
 
-        `request_id`: the Slack request's trigger id, which journals a run until its pod exists."""
+        `request_id`: the Slack request's trigger id, which journals a run until its pod exists;
+        `answer`: the asker's private answer where the bot cannot post (the command's response_url)."""
         if isinstance(command, models.RunRequest):
-            self._carry_out(command, self._journal.accept(request_id, command, owner, channel, self._clock()))
+            accepted = self._journal.accept(request_id, command, owner, channel, self._clock())
+            self._carry_out(command, accepted, answer)
             return
         outcome: ports.CommandOutcome = "failed"  # stays so when the cluster fails on the way
         with failures_told(self._chat, channel, owner.user_id, "/gpu status"):
@@ -137,12 +155,14 @@ class Launcher:
             self._carry_out(parsed, accepted)
         return len(due)
 
-    def _carry_out(self, request: models.RunRequest, accepted: pending.PendingRun) -> None:
+    def _carry_out(
+        self, request: models.RunRequest, accepted: pending.PendingRun, answer: chat.Answer | None = None
+    ) -> None:
         outcome: ports.CommandOutcome = "failed"
         owner, channel = accepted.owner, accepted.channel
         try:
             with failures_told(self._chat, channel, owner.user_id, "/gpu run"):
-                outcome = run_outcome(self._run(request, accepted))
+                outcome = run_outcome(self._run(request, accepted, answer))
         finally:
             self._journal.done(accepted)
         self._telemetry.count_command("run", outcome)
@@ -167,7 +187,7 @@ class Launcher:
         return self._run(request, pending.PendingRun("", "", self._clock(), request.text, owner, channel))
 
     def _run(
-        self, request: models.RunRequest, accepted: pending.PendingRun
+        self, request: models.RunRequest, accepted: pending.PendingRun, answer: chat.Answer | None = None
     ) -> workloads.Workload | models.UsageError | None:
         settings, owner, channel = self._settings, accepted.owner, accepted.channel
         owned = self._cluster.list_workloads(owner.user_id)
@@ -191,7 +211,10 @@ class Launcher:
             asked = notices.format_gpus(request.gpus, profile.name)
             who = owner.user_name or owner.user_id
             root = notices.Reply(f"{who} asked for {asked}: `{request.image}`. Following it here.")
-            thread_ts = self._chat.post(channel, root)
+            try:
+                thread_ts = self._chat.post(channel, root)
+            except errors.Unreachable as err:  # before any pod: a run nobody could follow is not started
+                return self._refuse_unreachable(channel, owner.user_id, err, answer)
             self._journal.posted(accepted, thread_ts)
         return self._create(request, profile, owner, channel=channel, thread_ts=thread_ts, request_key=key)
 
@@ -244,6 +267,15 @@ class Launcher:
                     raise
                 logger.warning("creating pod %s failed (try %s); retrying", metadata["name"], attempt)
         raise errors.Unavailable("unreachable")
+
+    def _refuse_unreachable(
+        self, channel: str, user: str, err: errors.Unreachable, answer: chat.Answer | None
+    ) -> models.UsageError:
+        refusal = models.UsageError(unreachable_text(err.why), "/invite @gpubot")
+        logger.info("run in %s for %s refused: the channel refuses the bot (%s)", channel, user, err)
+        if answer is None or not answer(refusal.message):
+            self._chat.ephemeral(channel, user, notices.Ephemeral(refusal.message))  # refused too, mostly
+        return refusal
 
     def _refuse_in_thread(self, channel: str, thread_ts: str, name: str, err: errors.GpubotError) -> None:
         if isinstance(err, errors.Conflict):

@@ -1,13 +1,19 @@
 """Services: the idle reaper, one round per timer tick on the leading replica.
 
 It reads the workloads the tracker's informers hold (no extra API calls), asks the metrics store which
-GPUs sat idle, and lets `reaping.decide` pick at most one act per workload. Every act that speaks is
-claimed on the pod first (the telling-since annotation, guarded by its resourceVersion): a second replica,
-or a round that overlaps a leadership change, meets a Conflict and says nothing. Then the thread message
-is posted and waited for, and only then is the act marked done on the pod (the reminder's mark, or the
-audit record a delete is preceded by). So a bot killed mid-act leaves a claim that goes void after the
-policy's timeout, and the act is done again, once: a reminder is never lost to a crash, and sent twice
-only if the crash falls between Slack's answer and the mark. A delete whose record is on the pod but
+GPUs sat idle, and lets `reaping.decide` pick at most one act per workload. A round first does what the
+cluster must do, none of it waiting on Slack, and only then tells people: no Slack error or outage can
+keep a GPU alive past its lease.
+
+Every act that speaks is claimed on the pod first (the telling-since annotation, guarded by its
+resourceVersion): a second replica, or a round that overlaps a leadership change, meets a Conflict and
+says nothing. A delete is then journaled to be told (`tellings.Journal`), recorded on the pod (the audit
+record, which clears the claim) and carried out; its message is delivered after the round's acts, in its
+thread, else by DM to the owner, else recorded as undeliverable, and dropped from the journal once one of
+those happened. A reminder is delivered the same way and only then marked done on the pod. So a bot killed
+mid-act leaves a claim that goes void after the policy's timeout and the act is done again, once, or a
+journaled telling its restart delivers: nothing is lost to a crash, and said twice only if the crash falls
+between Slack's answer and the mark (or the journal's drop). A delete whose record is on the pod but
 whose delete never came is finished quietly (`FINISH_DELETE`), for the reaper's deletes and releases alike.
 """
 
@@ -19,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from bot.core import errors, idleness, labels, models, notices, podspec, ports, reaping, reminders, workloads
-from bot.services import chat, leases, status
+from bot.services import chat, leases, status, tellings
 from bot.services.launcher import log_audit
 
 logger = logging.getLogger(__name__)
@@ -38,6 +44,9 @@ MARKS: dict[Act, str] = {
     Act.IDLE_WARN: labels.IDLE_WARNED_AT_ANNOTATION,
     Act.IDLE_CLEAR: labels.IDLE_WARNED_AT_ANNOTATION,
 }
+TELL_WAIT_SECONDS = 10.0
+"""How long one message waits for Slack within a round (the outbox retries inside it). Shorter than the
+outbox's minute: after the first message Slack could not take, the round leaves the rest to the next."""
 
 
 @dataclass(frozen=True)
@@ -62,8 +71,11 @@ class Reaper:
         store: ports.Store | None = None,
         metrics: ports.GpuMetrics | None = None,
         telemetry: ports.Telemetry = ports.NO_TELEMETRY,
+        replica: str = "",
+        tell_wait_seconds: float = TELL_WAIT_SECONDS,
     ) -> None:
-        """`live_workloads`: gpubot's pods as the informers hold them now (the tracker's view)."""
+        """`live_workloads`: gpubot's pods as the informers hold them now (the tracker's view);
+        `replica` names this replica in the journal of deletes not yet told."""
         self._telemetry = telemetry
         self._cluster = cluster
         self._chat = chat_port
@@ -73,26 +85,49 @@ class Reaper:
         self._clock = clock
         self._store = store
         self._metrics = metrics
+        self._teller = tellings.Teller(chat_port, wait_seconds=tell_wait_seconds, telemetry=telemetry)
+        self._journal = tellings.Journal(store, replica=replica)
+        self._untold: dict[str, tellings.Telling] = {}
+        """This replica's deletes not yet told, kept here too for when the store is down."""
+        self._slack_waits = False
+        """Set in a round once Slack could not take a message: the round's other messages wait too."""
 
     def run_once(self) -> list[Done]:
+        """One round: the acts on the cluster first, then the messages (deletes told, reminders)."""
         now = self._clock()
         found = list(self._live_workloads())
         idle = self._idle_pods(found, now)
-        done = []
-        for workload in found:
-            candidate = reaping.Candidate(
-                lease_end=workload.lease_end,
-                finished_at=workload.finished_at,
-                terminating=workload.deletion_requested,
-                marks=workload.marks,
-                idle=workload.name in idle,
-                delete_recorded=podspec.delete_recorded(workload.audit),
-            )
-            act = reaping.decide(candidate, now, self._policy)
-            if act is not None and self._perform(act, workload, now):
-                done.append(Done(workload.key, act, self._policy.dry_run))
-                self._telemetry.count_reaper_act(act.value, dry_run=self._policy.dry_run)
+        self._slack_waits = False
+        due = [
+            (w, act) for w in found if (act := reaping.decide(self._candidate(w, idle), now, self._policy))
+        ]
+        speaking = [(w, act) for w, act in due if self._speaks(act)]
+        done = [self._done(w, act) for w, act in due if not self._speaks(act) and self._perform(act, w, now)]
+        self._tell_deletes(found, now)
+        for workload, act in speaking:
+            if self._slack_waits:
+                break  # Slack could not take the last one; this round's other messages wait for the next
+            if self._remind(act, workload, now):
+                done.append(self._done(workload, act))
         return done
+
+    def _candidate(self, workload: workloads.Workload, idle: set[str]) -> reaping.Candidate:
+        return reaping.Candidate(
+            lease_end=workload.lease_end,
+            finished_at=workload.finished_at,
+            terminating=workload.deletion_requested,
+            marks=workload.marks,
+            idle=workload.name in idle,
+            delete_recorded=podspec.delete_recorded(workload.audit),
+        )
+
+    def _speaks(self, act: Act) -> bool:
+        """Only speaks (a reminder): delivered after the round's acts. A dry run only speaks, at once."""
+        return act in reaping.SPEAKING and not self._policy.dry_run
+
+    def _done(self, workload: workloads.Workload, act: Act) -> Done:
+        self._telemetry.count_reaper_act(act.value, dry_run=self._policy.dry_run)
+        return Done(workload.key, act, self._policy.dry_run)
 
     # -- idleness --------------------------------------------------------------------------------
     def _idle_pods(self, found: list[workloads.Workload], now: datetime) -> set[str]:
@@ -120,6 +155,7 @@ class Reaper:
 
     # -- acting ----------------------------------------------------------------------------------
     def _perform(self, act: Act, workload: workloads.Workload, now: datetime) -> bool:
+        """An act on the cluster, waiting on nothing but the cluster; a delete's message is journaled."""
         if self._policy.dry_run:
             return self._pretend(act, workload)
         if act is Act.FINISH_DELETE:
@@ -127,19 +163,71 @@ class Reaper:
             return self._delete(act, workload)
         if act is Act.IDLE_CLEAR:
             return self._annotate(workload, {MARKS[act]: ""}, act, guarded=True)
+        return self._reap(act, workload, now)
+
+    def _reap(self, act: Act, workload: workloads.Workload, now: datetime) -> bool:
+        """Claim, journal its message, record, delete: on time, whatever Slack says."""
         if not self._annotate(workload, {CLAIM: podspec.format_time(now)}, act, guarded=True):
             return False
         message = reminders.message(act, workload, now, self._policy)
-        if not self._post_in_thread(message, workload):
+        telling = tellings.Telling(
+            tellings.telling_key(workload.uid, act.value),
+            tellings.Target.of(act.value, workload),
+            message.text,
+            self._journal.replica,
+            now,
+        )
+        self._journal.keep(telling)  # first: a kill from here on still tells it, after the restart
+        recorded = self._record(
+            workload, models.AuditEntry("reap", REAPER_ACTOR, now, (("reason", act.value),))
+        )
+        deleted = self._delete(act, workload)
+        if not (recorded or deleted):  # nothing happened: the claim goes void and the act is decided again
+            self._journal.drop(telling)
+            return False
+        self._untold[telling.key] = telling
+        return True
+
+    def _remind(self, act: Act, workload: workloads.Workload, now: datetime) -> bool:
+        """Claim, deliver (thread, else DM), mark done; a Slack that cannot take it now frees the claim."""
+        if not self._annotate(workload, {CLAIM: podspec.format_time(now)}, act, guarded=True):
+            return False
+        message = reminders.message(act, workload, now, self._policy)
+        delivery = self._teller.deliver(message, tellings.Target.of(act.value, workload))
+        if delivery.outcome is tellings.Outcome.LATER:
+            self._slack_waits = True
             self._annotate(workload, {CLAIM: ""}, act)  # nothing went out: the next round tries again
             return False
-        if act in reaping.REAPING:
-            self._record(workload, models.AuditEntry("reap", REAPER_ACTOR, now, (("reason", act.value),)))
-            return self._delete(act, workload)
         self._annotate(workload, {MARKS[act]: self._mark_value(act, workload, now), CLAIM: ""}, act)
-        if workload.owner_id:
+        if delivery.outcome is tellings.Outcome.THREAD and workload.owner_id:
             self._chat.dm(workload.owner_id, replace(message, thread_channel=workload.channel))
         return True
+
+    def _tell_deletes(self, found: list[workloads.Workload], now: datetime) -> None:
+        """Deliver the deletes not yet told: this round's, this replica's earlier ones, a gone replica's."""
+        pending = list(self._untold.values()) + self._journal.due(now, besides=set(self._untold))
+        for telling in pending:
+            if self._slack_waits:
+                return
+            if telling.key not in self._untold and not_done(telling, found):
+                logger.info(
+                    "%s: its %s was not carried out; not telling it",
+                    telling.target.workload,
+                    telling.target.act,
+                )
+                self._journal.drop(telling)
+                continue
+            delivery = self._teller.deliver(
+                telling.notice, telling.target, thread_refused=telling.thread_refused
+            )
+            if delivery.outcome is tellings.Outcome.LATER:
+                self._slack_waits = True
+                kept = replace(telling, tried_at=now, thread_refused=delivery.thread_refused)
+                self._untold[kept.key] = kept
+                self._journal.keep(kept)
+                return
+            self._untold.pop(telling.key, None)
+            self._journal.drop(telling)
 
     def _mark_value(self, act: Act, workload: workloads.Workload, now: datetime) -> str:
         return podspec.format_time(now if act is Act.IDLE_WARN else workload.lease_end or now)
@@ -163,17 +251,6 @@ class Reaper:
             return False
         return True
 
-    def _post_in_thread(self, message: notices.Reminder, workload: workloads.Workload) -> bool:
-        """Post the act's message in the workload's thread and wait until Slack has it."""
-        if not (workload.channel and workload.thread_ts):
-            return True  # no thread to speak in: the DM (for reminders) is all there is
-        try:
-            self._chat.post(workload.channel, message, thread_ts=workload.thread_ts)
-        except errors.GpubotError as err:
-            logger.warning("could not post %s's reminder: %s", workload.key, err)
-            return False
-        return True
-
     def _delete(self, act: Act, workload: workloads.Workload) -> bool:
         try:
             self._cluster.delete_pod(workload.namespace, workload.name, uid=workload.uid)
@@ -184,14 +261,16 @@ class Reaper:
             return False
         return True
 
-    def _record(self, workload: workloads.Workload, entry: models.AuditEntry) -> None:
+    def _record(self, workload: workloads.Workload, entry: models.AuditEntry) -> bool:
         """The reap's audit record, clearing the claim in the same patch: all it needs now is its delete."""
         change = leases.Change({CLAIM: ""}, entry, None)
+        log_audit(entry, workload.key)
         try:
             leases.write_audited(self._cluster, workload, lambda current: change)
-        except errors.GpubotError as err:  # the log line still records it; the pod is going anyway
+        except errors.GpubotError as err:  # the log line still records it; the delete comes next
             logger.info("reap of %s not recorded on the pod: %s", workload.key, err)
-        log_audit(entry, workload.key)
+            return False
+        return True
 
     def _pretend(self, act: Act, workload: workloads.Workload) -> bool:
         """Dry run: say once per act and lease what would happen, change nothing."""
@@ -203,6 +282,15 @@ class Reaper:
             said_text = notices.Reminder(reminders.dry_run(act, workload), workload.key)
             self._chat.reply(workload.channel, workload.thread_ts, said_text)
         return True
+
+
+def not_done(telling: tellings.Telling, found: list[workloads.Workload]) -> bool:
+    """A journaled delete whose pod is still here, neither going nor with a delete on record: the bot was
+    killed between journaling it and acting. The act will be decided again, and told then."""
+    return any(
+        w.uid == telling.uid and not w.deletion_requested and not podspec.delete_recorded(w.audit)
+        for w in found
+    )
 
 
 def live_from(

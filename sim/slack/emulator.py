@@ -126,6 +126,7 @@ class SlackEmulator:
                 web.post("/emulator/v1/disconnect", self._disconnect),
                 web.post("/emulator/v1/ratelimits", self._set_rate_limits),
                 web.post("/emulator/v1/faults", self._set_faults),
+                web.post("/emulator/v1/channel", self._change_channel),
                 web.post("/emulator/v1/response/{kind}/{hook}", self._response_url),
             ]
         )
@@ -255,6 +256,16 @@ class SlackEmulator:
             )
         )
         return web.json_response({"ok": True})
+
+    async def _change_channel(self, request: web.Request) -> web.Response:
+        """Remove the bot from a channel (or invite it back), make it private, archive or delete it."""
+        body = await _json_body(request)
+        changes = {k: bool(body[k]) for k in ("bot_member", "private", "archived", "deleted") if k in body}
+        try:
+            channel = self.workspace.change_channel(str(body.get("channel", "")), **changes)
+        except LookupError as exc:
+            return web.json_response({"ok": False, "error": str(exc.args[0])}, status=404)
+        return web.json_response({"ok": True, "channel": channel.to_api() | {"deleted": channel.deleted}})
 
     async def _response_url(self, request: web.Request) -> web.Response:
         body = await _json_body(request)

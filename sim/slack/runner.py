@@ -154,6 +154,21 @@ class BackgroundSlack:
     def set_faults(self, config: FaultConfig) -> None:
         self.run(lambda: self.emulator.faults.set(config))
 
+    def change_channel(
+        self,
+        channel: str,
+        *,
+        bot_member: bool | None = None,
+        private: bool | None = None,
+        archived: bool | None = None,
+        deleted: bool | None = None,
+    ) -> None:
+        """As a member or admin would: `bot_member=False` removes the bot (its posts there answer
+        not_in_channel, or channel_not_found in a `private` channel), `archived=True` archives the channel
+        (is_archived), `deleted=True` deletes it (channel_not_found)."""
+        changes = {"bot_member": bot_member, "private": private, "archived": archived, "deleted": deleted}
+        self.run(lambda: self.emulator.workspace.change_channel(channel, **changes))
+
     def configure_http(self, *, bot_url: str | None = None, signing_secret: str | None = None) -> None:
         """Switch to HTTP mode (signed POSTs to `bot_url`)."""
 

@@ -45,8 +45,14 @@ class Channel:
     im_user: str = ""
     """For a DM: the human on the other side."""
     bot_member: bool = True
-    """Slack refuses chat.postMessage with not_in_channel until the bot has joined."""
+    """Slack refuses chat.postMessage with not_in_channel until the bot has joined (or once it is removed)."""
     members: set[str] = field(default_factory=set)
+    private: bool = False
+    """Hidden from a bot that is not a member: its posts answer channel_not_found, not not_in_channel."""
+    archived: bool = False
+    """Read-only: posts answer is_archived, edits is_inactive, and nobody can type a command in it."""
+    deleted: bool = False
+    """Gone for the API (channel_not_found); kept only so the transcript still shows what it held."""
 
     def to_api(self) -> Json:
         if self.is_im:
@@ -56,8 +62,9 @@ class Channel:
             "name": self.name,
             "is_channel": True,
             "is_im": False,
-            "is_private": False,
+            "is_private": self.private,
             "is_member": self.bot_member,
+            "is_archived": self.archived,
             "num_members": len(self.members),
         }
 
@@ -200,12 +207,13 @@ class Workspace:
     # -- lookups ---------------------------------------------------------------------------
     def channel_by_name(self, name: str) -> Channel | None:
         bare = name.removeprefix("#")
-        return next((channel for channel in self.channels.values() if channel.name == bare), None)
+        return next((c for c in self.channels.values() if c.name == bare and not c.deleted), None)
 
     def resolve_channel(self, ref: str) -> Channel | None:
-        """A channel id, a `#name`, or a user id (which means the DM with that user, opened on demand)."""
+        """A channel id, a `#name`, or a user id (which means the DM with that user, opened on demand);
+        None for a deleted channel, which the API no longer knows."""
         if ref in self.channels:
-            return self.channels[ref]
+            return None if self.channels[ref].deleted else self.channels[ref]
         if ref in self.users and not self.users[ref].is_bot:
             return self.open_dm(ref)
         return self.channel_by_name(ref)
@@ -217,6 +225,31 @@ class Workspace:
         return self.channels[dm_id]
 
     # -- writing ---------------------------------------------------------------------------
+    def change_channel(
+        self,
+        channel_id: str,
+        *,
+        bot_member: bool | None = None,
+        private: bool | None = None,
+        archived: bool | None = None,
+        deleted: bool | None = None,
+    ) -> Channel:
+        """What a workspace admin or member does to a channel: remove the bot (or invite it back), make it
+        private, archive or unarchive it, delete it. LookupError for an unknown id."""
+        channel = self.channels.get(channel_id)
+        if channel is None or channel.is_im:
+            raise LookupError(f"no channel {channel_id!r}")
+        if bot_member is not None:
+            channel.bot_member = bot_member
+        if private is not None:
+            channel.private = private
+        if archived is not None:
+            channel.archived = archived
+        if deleted is not None:
+            channel.deleted = deleted
+        self.changed()
+        return channel
+
     def post(self, message: Message) -> Message:
         message.revisions.append(Revision(message.text, message.blocks, message.ts))
         self.messages[(message.channel, message.ts)] = message
@@ -287,6 +320,10 @@ class Workspace:
             "name": channel.name,
             "is_im": channel.is_im,
             "user": channel.im_user,
+            "is_member": channel.bot_member,
+            "is_private": channel.private,
+            "is_archived": channel.archived,
+            "deleted": channel.deleted,
             "messages": [self._message_snapshot(m) for m in messages],
         }
 

@@ -52,6 +52,8 @@ class SimulatedUsers:
         channel = self.workspace.resolve_channel(ref)
         if channel is None:
             raise LookupError(f"no channel {ref!r}")
+        if channel.archived:
+            raise LookupError(f"channel {ref!r} is archived: nobody can type or click in it")
         return channel
 
     def _trigger(self) -> str:

@@ -114,12 +114,25 @@ def auth_test(ctx: Context, params: Params) -> Json:
     }
 
 
+def writable_channel(ctx: Context, params: Params) -> str:
+    """A channel the bot may post in: chat.postMessage and chat.postEphemeral answer `channel_not_found`
+    (unknown or deleted, or private and the bot not in it, so the bot cannot see it), `is_archived`
+    ("Channel has been archived.") and `not_in_channel`, as Slack's method references list them
+    (docs.slack.dev/reference/methods/chat.postMessage, …/chat.postEphemeral)."""
+    channel = ctx.workspace.channels[channel_param(ctx, params)]
+    if channel.private and not channel.bot_member:
+        raise SlackError("channel_not_found")
+    if channel.archived:
+        raise SlackError("is_archived")
+    if not channel.bot_member:
+        raise SlackError("not_in_channel")
+    return channel.id
+
+
 def chat_post_message(ctx: Context, params: Params) -> Json:
     ws, ident = ctx.workspace, ctx.workspace.identity
-    channel_id = channel_param(ctx, params)
+    channel_id = writable_channel(ctx, params)
     text, blocks = message_content(params)
-    if not ws.channels[channel_id].bot_member:
-        raise SlackError("not_in_channel")
     thread_ts = text_param(params, "thread_ts")
     parent = ws.messages.get((channel_id, thread_ts))
     if parent is not None and parent.thread_ts:
@@ -155,6 +168,10 @@ def _own_message(ctx: Context, params: Params, refusal: str) -> Message:
 def chat_update(ctx: Context, params: Params) -> Json:
     ident = ctx.workspace.identity
     message = _own_message(ctx, params, "cant_update_message")
+    if ctx.workspace.channels[message.channel].archived:
+        # "The message cannot be edited within a frozen, archived or deleted channel."
+        # (docs.slack.dev/reference/methods/chat.update)
+        raise SlackError("is_inactive")
     has_text, has_blocks = "text" in params, "blocks" in params
     if not has_text and not has_blocks:
         raise SlackError("no_text")
@@ -178,12 +195,10 @@ def chat_delete(ctx: Context, params: Params) -> Json:
 
 def chat_post_ephemeral(ctx: Context, params: Params) -> Json:
     ws = ctx.workspace
-    channel_id = channel_param(ctx, params)
+    channel_id = writable_channel(ctx, params)
     user = user_param(ctx, params)
     text, blocks = message_content(params)
     channel = ws.channels[channel_id]
-    if not channel.bot_member:
-        raise SlackError("not_in_channel")
     if user not in channel.members:
         raise SlackError("user_not_in_channel")
     ephemeral = Ephemeral(
@@ -197,7 +212,7 @@ def conversations_open(ctx: Context, params: Params) -> Json:
     ws = ctx.workspace
     if params.get("channel"):
         channel = ws.channels.get(text_param(params, "channel"))
-        if channel is None:
+        if channel is None or channel.deleted:
             raise SlackError("channel_not_found")
         return {"channel": channel.to_api() if flag_param(params, "return_im") else {"id": channel.id}}
     users = [u for u in text_param(params, "users").split(",") if u]
@@ -215,7 +230,7 @@ def conversations_open(ctx: Context, params: Params) -> Json:
 
 def conversations_info(ctx: Context, params: Params) -> Json:
     channel = ctx.workspace.channels.get(text_param(params, "channel"))
-    if channel is None:
+    if channel is None or channel.deleted or (channel.private and not channel.bot_member):
         raise SlackError("channel_not_found")
     return {"channel": channel.to_api()}
 

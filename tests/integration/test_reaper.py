@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bot import app, settings
+from bot.adapters import slack_outbox
 from bot.core import labels, podspec
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
@@ -50,6 +51,7 @@ def reaping_bot(
     *,
     identity: str = "gpubot-0",
     lead: bool = True,
+    outbox: slack_outbox.OutboxSettings | None = None,
     **reaper: Any,
 ) -> Iterator[app.Bot]:
     config = bot_settings(sim, slack, tmp_path, redis_url)
@@ -58,7 +60,7 @@ def reaping_bot(
         reaper=reaper_settings(prometheus_url=sim.url, **reaper),
         leader=dataclasses.replace(config.leader, identity=identity),
     )
-    with running_bot(config, slack, clock=sim.world.clock.datetime) as bot:
+    with running_bot(config, slack, clock=sim.world.clock.datetime, outbox_settings=outbox) as bot:
         if lead:
             slack.wait_until(lambda: bot.leading, timeout=WAIT)
         yield bot

@@ -185,7 +185,7 @@ def test_ephemerals_and_dms_land(slack: BackgroundSlack, outbox: slack_outbox.Sl
 
 @pytest.mark.parametrize(
     ("channel", "error"),
-    [("C_NOPE", errors.NotFound), ("C_GPU", errors.Invalid)],
+    [("C_NOPE", errors.Unreachable), ("C_GPU", errors.Invalid)],
 )
 def test_refusals_reach_the_poster_and_do_not_block_the_queue(
     slack: BackgroundSlack, outbox: slack_outbox.SlackOutbox, channel: str, error: type[Exception]
@@ -195,6 +195,27 @@ def test_refusals_reach_the_poster_and_do_not_block_the_queue(
     assert outbox.post(CHANNEL, "still working")
     assert outbox.counters().failed == 1
     assert [m["text"] for m in slack.messages(CHANNEL)] == ["still working"]
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [({"bot_member": False}, "not-member"), ({"archived": True}, "archived"), ({"deleted": True}, "gone")],
+)
+def test_a_channel_that_refuses_the_bot_is_unreachable_and_a_waited_dm_still_goes(
+    slack: BackgroundSlack, outbox: slack_outbox.SlackOutbox, change: dict[str, bool], why: str
+) -> None:
+    root = outbox.post(CHANNEL, "root")
+    slack.change_channel(CHANNEL, **change)
+    with pytest.raises(errors.Unreachable) as refused:
+        outbox.post(CHANNEL, "reply", thread_ts=root)
+    assert refused.value.why == why
+    text = "your thread is out of reach, so here it is"
+    ts = outbox.post_dm("U_ALICE", text)
+    dm = next(c for c in slack.transcript()["channels"] if c["is_im"] and c["user"] == "U_ALICE")
+    assert [(m["ts"], m["text"]) for m in dm["messages"]] == [(ts, text)]
+    with pytest.raises(errors.NotFound):
+        outbox.post_dm("U_NOBODY", "nobody reads this")
+    assert outbox.counters().failed == 2
 
 
 def test_a_post_that_cannot_go_out_in_time_is_withdrawn_not_sent_late(

@@ -1,4 +1,5 @@
-"""The pure rules behind "nothing lost": an act's claim on the pod, a delete on record, the run journal."""
+"""The pure rules behind "nothing lost": an act's claim on the pod, a delete on record, the run journal, and
+the journal of deletes not yet told."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from bot.adapters import store
 from bot.core import models, podspec, reaping
-from bot.services import pending
+from bot.services import pending, tellings
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 POLICY = reaping.ReaperPolicy()
@@ -115,3 +116,43 @@ def test_a_leaders_round_never_takes_its_own_runs_in_hand() -> None:
     assert journal("a", kept).due(NOW + pending.OTHERS_AFTER * 2, at_start=False) == []
     (gone,) = journal("b", kept).due(NOW + pending.OTHERS_AFTER, at_start=False)
     assert gone.request_id == "trig-1"
+
+
+# -- the journal of deletes not yet told ------------------------------------------------------------------
+
+
+def told(replica: str, *, at: datetime = NOW, refused: str = "") -> tellings.Telling:
+    target = tellings.Target("expire", "default/train-1", "U1", "C1", "1.5")
+    key = tellings.telling_key("uid-1", "expire")
+    return tellings.Telling(key, target, ":wastebasket: Deleted", replica, at, refused)
+
+
+def test_a_telling_round_trips_through_the_store_and_names_its_pod() -> None:
+    kept = store.MemoryStore()
+    telling = told("a", refused="not-member")
+    tellings.Journal(kept, replica="a").keep(telling)
+    (back,) = [tellings.read(k, v) for k, v in kept.entries(tellings.TABLE).items()]
+    assert back == telling and telling.uid == "uid-1"
+    tellings.Journal(kept, replica="a").drop(telling)
+    assert kept.entries(tellings.TABLE) == {}
+
+
+def test_own_tellings_are_due_every_round_and_another_replicas_once_it_is_gone() -> None:
+    kept = store.MemoryStore()
+    tellings.Journal(kept, replica="a").keep(told("a"))
+    assert [t.replica for t in tellings.Journal(kept, replica="a").due(NOW, besides=set())] == ["a"]
+    assert tellings.Journal(kept, replica="a").due(NOW, besides={told("a").key}) == []  # in hand already
+    later = NOW + tellings.TAKEOVER_AFTER
+    assert tellings.Journal(kept, replica="b").due(later - timedelta(seconds=1), besides=set()) == []
+    (taken,) = tellings.Journal(kept, replica="b").due(later, besides=set())
+    assert (taken.replica, taken.tried_at) == ("b", later)
+    assert tellings.Journal(kept, replica="c").due(later, besides=set()) == []  # b holds it now
+    (stored,) = [tellings.read(k, v) for k, v in kept.entries(tellings.TABLE).items()]
+    assert stored is not None and stored.replica == "b"
+
+
+def test_an_unreadable_telling_is_dropped() -> None:
+    kept = store.MemoryStore()
+    kept.put(tellings.TABLE, "uid-1:expire", "{not json")
+    assert tellings.Journal(kept, replica="a").due(NOW, besides=set()) == []
+    assert kept.entries(tellings.TABLE) == {}

@@ -196,6 +196,46 @@ def test_errors_as_slack_names_them(call: Any, error: str) -> None:
         assert api_error(lambda: call(client)).response["error"] == error
 
 
+@pytest.mark.parametrize(
+    ("change", "posting", "editing"),
+    [
+        ({"bot_member": False}, "not_in_channel", ""),
+        ({"bot_member": False, "private": True}, "channel_not_found", ""),
+        ({"archived": True}, "is_archived", "is_inactive"),
+        ({"deleted": True}, "channel_not_found", "channel_not_found"),
+    ],
+)
+def test_a_channel_changed_under_the_bot_refuses_its_writes_as_slack_does(
+    slack: BackgroundSlack, client: WebClient, change: dict[str, bool], posting: str, editing: str
+) -> None:
+    root = client.chat_postMessage(channel="C_GPU", text="root")["ts"]
+    answer = post_json(slack.url + "/emulator/v1/channel", {"channel": "C_GPU", **change})
+    assert answer["ok"]
+    reply = api_error(lambda: client.chat_postMessage(channel="C_GPU", text="x", thread_ts=root))
+    assert reply.response["error"] == posting
+    ephemeral = api_error(lambda: client.chat_postEphemeral(channel="C_GPU", user="U_ALICE", text="x"))
+    assert ephemeral.response["error"] == posting
+    edit = lambda: client.chat_update(channel="C_GPU", ts=root, text="y")  # noqa: E731
+    if editing:
+        assert api_error(edit).response["error"] == editing
+    else:
+        assert edit()["ok"]
+    hidden = change.get("deleted") or change.get("private")
+    info = None if hidden else client.conversations_info(channel="C_GPU")["channel"]
+    assert info is None or (info["is_member"], info["is_archived"]) == (
+        change.get("bot_member", True),
+        change.get("archived", False),
+    )
+    dm = client.conversations_open(users="U_ALICE")["channel"]["id"]
+    assert client.chat_postMessage(channel=dm, text="a DM still goes")["ok"]
+    if change.get("archived") or change.get("deleted"):  # read-only or gone: nobody can type there
+        with pytest.raises(LookupError):
+            slack.type_command("U_ALICE", "C_GPU", "/gpu", "status")
+    slack.change_channel("C_GPU", bot_member=True, archived=False, deleted=False)  # invited, restored
+    assert client.chat_postMessage(channel="C_GPU", text="back", thread_ts=root)["ok"]
+    assert [m["text"] for m in slack.messages("C_GPU")] == ["y" if not editing else "root", "back"]
+
+
 def test_connections_open_needs_an_app_token(slack: BackgroundSlack, client: WebClient) -> None:
     url = client.apps_connections_open(app_token=slack.app_token)["url"]
     assert url.startswith(slack.url.replace("http://", "ws://") + "/link/?ticket=")

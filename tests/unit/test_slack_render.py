@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.adapters import slack_render
-from bot.core import explain, notices
+from bot.core import explain, notices, reminders
 
 GOLDEN = Path(__file__).parent / "golden" / "slack_render"
 DONE, CURRENT, PENDING = notices.StepState.DONE, notices.StepState.CURRENT, notices.StepState.PENDING
@@ -73,6 +73,15 @@ WARNING = notices.ChannelEpisode(
     warning="provisioning takes far longer than usual (12m, usually 2m)",
 )
 
+DM_INSTEAD = notices.Reminder(
+    ":hourglass_flowing_sand: The lease on `alice-train-1` (1 GPU) ends at 16:30 UTC, in 15m.",
+    "gpubot/alice-train-1",
+    notices.Buttons(extend=True, release=True),
+    thread_channel="C_GPU",
+    thread_note=reminders.thread_refused_note("not-member"),
+)
+"""A reminder sent by DM because its thread's channel no longer has the bot."""
+
 CASES: dict[str, notices.Notice] = {
     "thread_provisioning": PROVISIONING,
     "thread_problem": STUCK,
@@ -81,6 +90,7 @@ CASES: dict[str, notices.Notice] = {
     "episode_warning": WARNING,
     "reply": notices.Reply("node gke-gpu-t4-1a2b is Ready after 2m10s"),
     "ephemeral": notices.Ephemeral("unknown profile `h100`: try `/gpu run IMAGE --type t4`"),
+    "reminder_dm_thread_refused": DM_INSTEAD,
 }
 
 
