@@ -176,6 +176,8 @@ class Tracker:
             if workload.deletion_requested:
                 self._released_at.setdefault(workload.key, workloads.deletion_requested_at(pod) or seen.at)
             self._apply(workload.key, replace(thread, workload=workload), [seen])
+            if change != ports.DELETED and workload.node and not workload.deletion_requested:
+                self._taken_over(self._threads[workload.key], seen.at)
             if change == ports.DELETED:
                 ended = self._threads.pop(workload.key)
                 self._tell_removed(ended)
@@ -361,11 +363,22 @@ class Tracker:
         known = self._nodes.get(thread.progress.node or thread.workload.node)
         return known.seen.pool if known is not None else thread.progress.pool
 
+    def _taken_over(self, thread: status.Thread, at: datetime) -> None:
+        """Another workload placed in a pool after a release there: the pool's nodes now work for it, so
+        its eventual drain says nothing about that release, and the released threads stop waiting for it."""
+        pool = self._pool_of(thread)
+        for key, drain in list(self._drains.items()):
+            if drain.pool == pool and key != thread.workload.key and drain.released_at <= at:
+                del self._drains[key]
+
     def _follow_drain(self, thread: status.Thread) -> None:
-        """A released workload: once its pool has no nodes, its thread says so. Nothing to say if it
-        never had a node coming (no node, no scale-up)."""
+        """A released (or reaped) workload: once its pool has no nodes, its thread says so, unless another
+        workload takes the pool's nodes first. Nothing to say if it never had a node coming (no node, no
+        scale-up), nor for a run that finished by itself: its thread has told its end already."""
         workload, pool = thread.workload, self._pool_of(thread)
         if not pool or not workload.channel or not workload.thread_ts:
+            return
+        if thread.progress.outcome is not lifecycle.Outcome.DELETED:
             return
         released = self._released_at.get(workload.key) or self._now()
         drain = Drain(pool, workload.channel, workload.thread_ts, released)

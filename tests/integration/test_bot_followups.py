@@ -217,3 +217,24 @@ def test_the_status_message_is_edited_for_news_and_never_for_a_clock_alone(
     headlines = [re.search(r'"\*([^*]+)\*', e).group(1) for e in edits]  # type: ignore[union-attr]
     assert headlines[-1].startswith("Running on "), headlines
     assert any(h.startswith("Scale-up triggered") for h in headlines), headlines
+
+
+def test_a_released_gpu_taken_by_another_run_says_nothing_of_a_later_drain(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
+) -> None:
+    sim.run(lambda: sim.world.registry.set_autoscaling(POOL, enabled=True, min_size=0, max_size=1))
+    config = bot_settings(sim, slack, tmp_path, redis_url)
+    with running_bot(config, slack, clock=sim.world.clock.datetime):
+        alice = run_and_wait_for_thread(sim, slack)
+        advance_until(sim, slack, step_reached(slack, "Running"))
+        slack.type_command("U_BOB", "C_GPU", "/gpu", f"run {CUDA} --hours 1 -- sleep 60")
+        bobs = lambda: [r for r in roots(slack) if "U_BOB" in str(r["blocks"])]  # noqa: E731
+        (bob,) = slack.wait_until(bobs, timeout=WAIT)
+        slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
+        advance_until(sim, slack, lambda: any("Running" in r for r in replies(slack, bob)))  # alice's node
+        ended = lambda: any("finished" in r.lower() for r in replies(slack, bob))  # noqa: E731
+        advance_until(sim, slack, ended, limit=600)
+        gone = lambda: not [n for n in sim.nodes() if POOL in n["metadata"]["name"]]  # noqa: E731
+        advance_until(sim, slack, gone, limit=3600, stride=30)
+    assert not [r for r in replies(slack, alice) if "drained" in r], replies(slack, alice)
+    assert not [r for r in replies(slack, bob) if "drained" in r], "bob's run ended by itself"

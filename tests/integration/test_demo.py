@@ -41,7 +41,6 @@ def test_the_story_plays_through_with_the_bot(caplog: pytest.LogCaptureFixture) 
         "| FileNotFoundError: /data/train/part-3.parquet",
         "alice types `/gpu logs`",
         "The last 2 lines of `data-check` (Failed):",
-        "Pool gpu-pool drained to 0 nodes",
         "*gpu-pool* · back at 0 nodes",
     ]
     positions = [text.find(beat) for beat in beats]
