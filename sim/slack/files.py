@@ -78,8 +78,10 @@ def get_upload_url(ctx: Context, params: Params) -> Json:
 
 
 def accept_upload(ws: Workspace, ticket: str, data: bytes) -> tuple[int, str]:
-    """The POST to an upload URL: (HTTP status, body). Slack answers 200 on success, which is all slack_sdk
-    checks (`files_upload_v2` raises SlackRequestError on any other status); the body is `OK - <bytes>`."""
+    """The POST to an upload URL: (HTTP status, body). "Slack will return HTTP 200 if the upload is
+    successful" (files.getUploadURLExternal, "Usage info"), and the status is all slack_sdk checks
+    (`files_upload_v2` raises SlackRequestError on any other). The body, `OK - <bytes>`, is what Slack is
+    reported to send; the docs do not show it and nothing reads it."""
     stored = next((f for f in ws.files.values() if f.ticket == ticket), None)
     if stored is None:
         return 404, "Not Found"  # emulator's choice: Slack does not document an unknown ticket

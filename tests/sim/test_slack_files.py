@@ -271,3 +271,19 @@ def test_complete_rejects_a_malformed_files_list(client: WebClient) -> None:
             lambda f=files: client.api_call("files.completeUploadExternal", params={"files": f})
         )
         assert error == "invalid_arguments"
+
+
+def test_blocks_introduce_the_file_unless_there_is_an_initial_comment(
+    slack: BackgroundSlack, client: WebClient
+) -> None:
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "*nb-0* log"}}]
+    for comment in (None, "plain"):
+        ticket = client.files_getUploadURLExternal(filename="a.txt", length=2)
+        post(ticket["upload_url"], b"hi")
+        files = [{"id": ticket["file_id"], "title": "a"}]
+        client.files_completeUploadExternal(
+            files=files, channel_id="C_GPU", initial_comment=comment, blocks=json.dumps(blocks)
+        )
+    first, second = slack.messages("C_GPU")
+    assert (first["text"], first["blocks"]) == ("", blocks)
+    assert (second["text"], second["blocks"]) == ("plain", [])
