@@ -107,9 +107,9 @@ def complete_upload(ctx: Context, params: Params) -> Json:
         upload.title = str(entry.get("title") or upload.title or upload.name)
         upload.completed = True
     shown = [file_to_api(ctx, upload) for upload in stored]
+    ident = ws.identity
     for channel_id in destinations:
         thread_ts = thread_param(ws, channel_id, text_param(params, "thread_ts"))
-        ident = ws.identity
         message = Message(
             channel=channel_id,
             ts=ws.clock.next(),
