@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from sim.slack import http_mode, render, webapi
+from sim.slack import files, http_mode, render, webapi
 from sim.slack.deliveries import HTTP, SOCKET_MODE, Delivery
 from sim.slack.http_mode import HttpModeConfig
 from sim.slack.ratelimits import FaultConfig, Faults, RateLimitConfig, RateLimiter
@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 BOT_TOKEN = "xoxb-1-gpubot-emulated"
 APP_TOKEN = "xapp-1-A_GPUBOT-1-emulated"
+BOT_METHODS = webapi.BOT_METHODS | files.METHODS
 SERVER_ERRORS = {500: "internal_error", 502: "bad_gateway", 503: "service_unavailable"}
 
 
@@ -49,6 +50,8 @@ class SlackConfig:
     faults: FaultConfig = field(default_factory=FaultConfig)
     socket_mode: SocketModeConfig = field(default_factory=SocketModeConfig)
     http: HttpModeConfig = field(default_factory=HttpModeConfig)
+    max_file_bytes: int = 1 << 30
+    """files.getUploadURLExternal answers file_upload_size_restricted above this `length`."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,12 @@ class SlackEmulator:
         self.faults = Faults(self.config.faults)
         self.hub = SocketModeHub(self.config.socket_mode, app_id=self.config.identity.app_id)
         self.response_urls = ResponseUrls()
-        self.context = webapi.Context(self.workspace, issue_ws_url=self.hub.issue_url)
+        self.context = webapi.Context(
+            self.workspace,
+            issue_ws_url=self.hub.issue_url,
+            base_url=lambda: self.url,
+            max_file_bytes=self.config.max_file_bytes,
+        )
         self.users = SimulatedUsers(
             self.workspace,
             deliver=self.deliver,
@@ -116,6 +124,9 @@ class SlackEmulator:
             [
                 web.route("*", "/api/{method}", self._web_api),
                 web.get(LINK_PATH, self.hub.handle),
+                web.post(files.UPLOAD_PATH + "{ticket}", self._upload),
+                web.get(files.PRIVATE_PATH + "{file}/{name}", self._private_file),
+                web.get(files.PRIVATE_PATH + "{file}/download/{name}", self._private_file),
                 web.get("/emulator/v1/health", self._health),
                 web.get("/emulator/v1/transcript", self._transcript),
                 web.get("/emulator/v1/transcript.txt", self._transcript_text),
@@ -153,9 +164,9 @@ class SlackEmulator:
     def call(self, method: str, params: Json, token: str) -> tuple[int, Json, dict[str, str]]:
         """(HTTP status, body, headers) exactly as Slack would answer this call."""
         if token in self.config.app_tokens:
-            methods, other = webapi.APP_METHODS, webapi.BOT_METHODS
+            methods, other = webapi.APP_METHODS, BOT_METHODS
         elif token in self.config.bot_tokens:
-            methods, other = webapi.BOT_METHODS, webapi.APP_METHODS
+            methods, other = BOT_METHODS, webapi.APP_METHODS
         else:
             return 200, {"ok": False, "error": "invalid_auth" if token else "not_authed"}, {}
         if method not in methods:
@@ -169,6 +180,23 @@ class SlackEmulator:
         except webapi.SlackError as exc:
             return 200, {"ok": False, "error": exc.error, **exc.extra}, {}
         return 200, {"ok": True, **result}, {}
+
+    # -- file bytes ---------------------------------------------------------------------------
+    async def _upload(self, request: web.Request) -> web.Response:
+        """The upload URL files.getUploadURLExternal hands out: raw bytes or a multipart form."""
+        data = await read_upload(request)
+        status, text = files.accept_upload(self.workspace, request.match_info["ticket"], data)
+        self.on_activity()
+        return web.Response(status=status, text=text)
+
+    async def _private_file(self, request: web.Request) -> web.Response:
+        """`url_private`: the bytes, for a request carrying the bot token as a Bearer header."""
+        if bearer_token(request) not in self.config.bot_tokens:
+            return web.Response(status=403, text="url_private needs Authorization: Bearer <bot token>")
+        content = files.private_content(self.workspace, request.match_info["file"])
+        if content is None:
+            return web.Response(status=404, text="Not Found")
+        return web.Response(body=content, content_type="application/octet-stream")
 
     def _injected_failure(self, method: str, params: Json) -> tuple[int, Json, dict[str, str]] | None:
         status = self.faults.pick(method)
@@ -286,6 +314,18 @@ async def read_params(request: web.Request) -> Json:
     form = await request.post()
     params.update({key: value for key, value in form.items() if isinstance(value, str)})
     return params
+
+
+async def read_upload(request: web.Request) -> bytes:
+    """slack_sdk POSTs the raw bytes; Slack's docs also allow a multipart form (`-F filename=@file`), whose
+    first file part (or a part named `filename` or `file`) is the content."""
+    if not request.content_type.startswith("multipart/"):
+        return await request.read()
+    reader = await request.multipart()
+    while (part := await reader.next()) is not None:
+        if isinstance(part, aiohttp.BodyPartReader) and (part.filename or part.name in ("filename", "file")):
+            return bytes(await part.read())
+    return b""
 
 
 def bearer_token(request: web.Request) -> str:

@@ -23,6 +23,9 @@ METHOD_TIERS = {
     "chat.delete": 3,
     "chat.postEphemeral": 4,
     "conversations.open": 3,
+    # Tier 4 on api.slack.com/methods/files.getUploadURLExternal and .../files.completeUploadExternal
+    "files.getUploadURLExternal": 4,
+    "files.completeUploadExternal": 4,
     "conversations.info": 3,
     "conversations.history": 3,
     "conversations.replies": 3,

@@ -84,7 +84,24 @@ def _message_lines(message: Json) -> list[str]:
     if message.get("deleted"):
         return [f"{head} (This message was deleted.)"]
     edited = " (edited)" if message.get("edited") else ""
-    return _with_body(head, message.get("text", ""), message.get("blocks") or [], edited)
+    text, blocks, shared = message.get("text", ""), message.get("blocks") or [], message.get("files") or []
+    body = [head + edited] if shared and not text and not blocks else _with_body(head, text, blocks, edited)
+    return body + [f"  {file_line(f)}" for f in shared]
+
+
+def file_line(shared: Json) -> str:
+    """A shared file as a phone shows its card: name, size and title, never the content."""
+    title = shared.get("title") or ""
+    suffix = f" — {title}" if title and title != shared.get("name") else ""
+    return f"[file: {shared.get('name')} ({human_size(int(shared.get('size') or 0))}){suffix}]"
+
+
+def human_size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
 
 
 def _ephemeral_lines(ephemeral: Json, names: dict[str, str]) -> list[str]:

@@ -114,6 +114,10 @@ class BackgroundSlack:
             e for e in self.transcript()["ephemerals"] if user is None or user in (e["user"], e["username"])
         ]
 
+    def file_content(self, file_id: str) -> bytes | None:
+        """The bytes POSTed to a file's upload URL (None before the upload), as `url_private` serves them."""
+        return self.run(lambda: f.content if (f := self.emulator.workspace.files.get(file_id)) else None)
+
     def calls(self, method: str | None = None) -> list[Call]:
         return self.run(lambda: [c for c in self.emulator.calls if method is None or c.method == method])
 

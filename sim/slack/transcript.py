@@ -92,6 +92,8 @@ class Message:
     revisions: list[Revision] = field(default_factory=list)
     deleted: bool = False
     replies: list[str] = field(default_factory=list)
+    files: list[Json] = field(default_factory=list)
+    """File objects shared with this message (files.completeUploadExternal), as the API shows them."""
 
     @property
     def edited(self) -> bool:
@@ -111,6 +113,8 @@ class Message:
             body["edited"] = {"user": self.user, "ts": self.revisions[-1].at_ts}
         if self.metadata:
             body["metadata"] = self.metadata
+        if self.files:
+            body |= {"files": self.files, "upload": True}
         return body
 
 
@@ -127,6 +131,40 @@ class Ephemeral:
     thread_ts: str = ""
     revisions: list[Revision] = field(default_factory=list)
     deleted: bool = False
+
+
+@dataclass(frozen=True)
+class Share:
+    """Where a completed upload was posted: the message that carries it."""
+
+    channel: str
+    ts: str
+    thread_ts: str = ""
+
+
+@dataclass
+class StoredFile:
+    """One external upload: reserved by files.getUploadURLExternal, filled by the POST to its upload URL,
+    shared by files.completeUploadExternal."""
+
+    id: str
+    name: str
+    declared_length: int
+    """The `length` the app announced; the bytes actually POSTed may differ and are what `size` reports."""
+    user: str
+    created: int
+    ticket: str
+    """The opaque last segment of the upload URL."""
+    title: str = ""
+    alt_txt: str = ""
+    snippet_type: str = ""
+    content: bytes | None = None
+    completed: bool = False
+    shares: list[Share] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.content or b"")
 
 
 @dataclass(frozen=True)
@@ -194,6 +232,7 @@ class Workspace:
         self.messages: dict[tuple[str, str], Message] = {}
         self.ephemerals: list[Ephemeral] = []
         self.actions: list[UserAction] = []
+        self.files: dict[str, StoredFile] = {}
         self._listeners: list[Callable[[], None]] = []
 
     # -- change notification ---------------------------------------------------------------
@@ -309,6 +348,7 @@ class Workspace:
             "channels": [self._channel_snapshot(channel) for channel in self.channels.values()],
             "ephemerals": [_ephemeral_snapshot(e, self.users) for e in self.ephemerals],
             "actions": [asdict(action) for action in self.actions],
+            "files": [_file_snapshot(f) for f in self.files.values()],
         }
 
     def _channel_snapshot(self, channel: Channel) -> Json:
@@ -343,7 +383,26 @@ class Workspace:
             "deleted": message.deleted,
             "reply_count": len(message.replies),
             "metadata": message.metadata,
+            "files": [
+                {key: shared.get(key) for key in ("id", "name", "title", "size", "mimetype", "filetype")}
+                for shared in message.files
+            ],
         }
+
+
+def _file_snapshot(stored: StoredFile) -> Json:
+    """The file without its bytes (read those with `BackgroundSlack.file_content`)."""
+    return {
+        "id": stored.id,
+        "name": stored.name,
+        "title": stored.title,
+        "size": stored.size,
+        "declared_length": stored.declared_length,
+        "uploaded": stored.content is not None,
+        "completed": stored.completed,
+        "user": stored.user,
+        "shares": [asdict(share) for share in stored.shares],
+    }
 
 
 def _ephemeral_snapshot(ephemeral: Ephemeral, users: dict[str, User]) -> Json:

@@ -34,6 +34,10 @@ class Context:
     """trigger_id → wall time issued; views.open accepts one for `trigger_ttl` seconds."""
     trigger_ttl: float = 3.0
     views: list[Json] = field(default_factory=list)
+    base_url: Callable[[], str] = lambda: ""
+    """The emulator's own `http://host:port`, for the upload and file URLs it hands out."""
+    max_file_bytes: int = 1 << 30
+    """files.getUploadURLExternal refuses a larger `length` (slack_sdk's MAX_V2_FILE_SIZE, 1 GB)."""
 
 
 Params = dict[str, Any]
@@ -87,6 +91,15 @@ def channel_param(ctx: Context, params: Params) -> str:
     return channel.id
 
 
+def thread_param(ws: Workspace, channel_id: str, thread_ts: str) -> str:
+    """The thread a post with this `thread_ts` lands in: a reply's ts names its parent's thread, as in
+    Slack, and an unknown ts posts to the channel itself."""
+    parent = ws.messages.get((channel_id, thread_ts))
+    if parent is None:
+        return ""
+    return parent.thread_ts or thread_ts
+
+
 def user_param(ctx: Context, params: Params, key: str = "user") -> str:
     user = text_param(params, key)
     if user not in ctx.workspace.users:
@@ -133,12 +146,7 @@ def chat_post_message(ctx: Context, params: Params) -> Json:
     ws, ident = ctx.workspace, ctx.workspace.identity
     channel_id = writable_channel(ctx, params)
     text, blocks = message_content(params)
-    thread_ts = text_param(params, "thread_ts")
-    parent = ws.messages.get((channel_id, thread_ts))
-    if parent is not None and parent.thread_ts:
-        thread_ts = parent.thread_ts  # a reply's ts names its thread, as in Slack
-    elif parent is None:
-        thread_ts = ""  # an unknown thread_ts posts to the channel itself
+    thread_ts = thread_param(ws, channel_id, text_param(params, "thread_ts"))
     message = ws.post(
         Message(
             channel=channel_id,
