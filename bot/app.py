@@ -427,6 +427,7 @@ def build(
         telemetry=telemetry,
         replica=settings.leader.identity,
         tell_wait_seconds=min(reaper.TELL_WAIT_SECONDS, outbox.settings.post_timeout_seconds),
+        start_errors=services.tracker.start_error,
     )
     bot.reap_seconds = settings.reaper.interval_seconds
     if services.warmer is not None:

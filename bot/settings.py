@@ -98,6 +98,9 @@ class ReaperSettings:
     """After the idle warning, before the release, unless the owner keeps it."""
     finished_retention_minutes: float = 60.0
     """Finished pods stay this long so their logs can be read."""
+    broken_start_minutes: float = 10.0
+    """A pod unable to start this long (ImagePullBackOff, CrashLoopBackOff, CreateContainerConfigError) is
+    released with the reason in its thread, so its GPU node can drain; one that never can, at once."""
     prometheus_url: str = ""
     """Prometheus HTTP API with the DCGM exporter's metrics; empty turns idleness detection off."""
     gpu_metric: str = "DCGM_FI_DEV_GPU_UTIL"
@@ -231,6 +234,7 @@ class Settings:
             idle_window=timedelta(minutes=found.idle_window_minutes),
             idle_grace=timedelta(minutes=found.idle_grace_minutes),
             finished_retention=timedelta(minutes=found.finished_retention_minutes),
+            broken_start=timedelta(minutes=found.broken_start_minutes),
             max_total_hours=found.max_total_lease_hours,
             dry_run=found.dry_run,
         )
@@ -428,6 +432,7 @@ def _read_reaper(env: _EnvReader) -> ReaperSettings:
         finished_retention_minutes=env.number(
             "GPUBOT_FINISHED_RETENTION_MINUTES", 60.0, minimum=0, maximum=30 * day
         ),
+        broken_start_minutes=env.number("GPUBOT_BROKEN_START_MINUTES", 10.0, minimum=1, maximum=day),
         prometheus_url=env.text("GPUBOT_PROMETHEUS_URL"),
         gpu_metric=metric,
         interval_seconds=env.number("GPUBOT_REAPER_INTERVAL_SECONDS", 60.0, minimum=1, maximum=3600),

@@ -95,6 +95,8 @@ class Progress:
     notes: tuple[str, ...] = field(default=())
     gone: bool = False
     """The pod no longer exists; a finished run keeps its outcome, so its thread still says how it ended."""
+    start_error: str = ""
+    """The newest kubelet failure message about starting it (a pull's, with the registry's words)."""
 
     def at(self, step: Step) -> datetime | None:
         return next((t for s, t in self.reached if s == step), None)
@@ -158,6 +160,8 @@ def _problem(progress: Progress, at: datetime, problem: explain.Problem) -> tupl
 
 
 def _on_event(progress: Progress, seen: EventSeen) -> tuple[Progress, list[Milestone]]:
+    if seen.reason == "Failed" and seen.type == "Warning" and not seen.message.startswith("Error: "):
+        progress = replace(progress, start_error=seen.message)  # "Error: X" only restates the reason
     if seen.reason == "FailedScheduling":
         return _reach(progress, Step.WAITING, seen.at, explain.failed_scheduling(seen.message))
     if seen.reason == "TriggeredScaleUp":

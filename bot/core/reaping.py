@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.core import models
+from bot.core import models, starts
 
 
 class Act(enum.Enum):
@@ -29,12 +29,15 @@ class Act(enum.Enum):
     """Busy again after a warning: forget the warning, quietly."""
     CLEAN_FINISHED = "clean-finished"
     """Succeeded or Failed long enough ago: delete the pod, keep the thread."""
+    BROKEN_START = "broken-start"
+    """Unable to start for the broken-start limit (its image cannot be pulled, it keeps crashing), or it
+    never can: delete, saying why, so its GPU node can drain."""
     FINISH_DELETE = "finish-delete"
     """A release or reap is on the pod's record but its delete never came (a crash between): delete,
     quietly, since whoever recorded it has said so already."""
 
 
-REAPING = frozenset({Act.EXPIRE, Act.IDLE_RELEASE, Act.CLEAN_FINISHED})
+REAPING = frozenset({Act.EXPIRE, Act.IDLE_RELEASE, Act.CLEAN_FINISHED, Act.BROKEN_START})
 """The acts that delete a pod after saying why."""
 QUIET = frozenset({Act.IDLE_CLEAR, Act.FINISH_DELETE})
 """The acts that say nothing."""
@@ -54,6 +57,9 @@ class ReaperPolicy:
     """After the idle warning, before the release, unless the owner keeps it."""
     finished_retention: timedelta = timedelta(hours=1)
     """Finished pods stay this long so logs can be read, then go."""
+    broken_start: timedelta = timedelta(minutes=10)
+    """A pod unable to start this long (ImagePullBackOff, CrashLoopBackOff, …) is released: long enough
+    for a pull that fails once or a secret created late, short of an idle GPU node's cost mattering."""
     max_total_hours: float = 24.0
     """Cap on a lease's whole length (first request to end), extensions included."""
     telling_timeout: timedelta = timedelta(minutes=5)
@@ -89,6 +95,8 @@ class Candidate:
     """Idle by the metric for the whole window; False when the metric is missing or stale."""
     delete_recorded: bool = False
     """The pod's newest audit record is a release or a reap."""
+    start: starts.Start = field(default_factory=starts.Start)
+    """How its container waits to start; a broken start is released after the policy's limit."""
 
 
 def decide(candidate: Candidate, now: datetime, policy: ReaperPolicy) -> Act | None:
@@ -106,6 +114,8 @@ def decide(candidate: Candidate, now: datetime, policy: ReaperPolicy) -> Act | N
         return None
     if candidate.finished_at is not None:
         return Act.CLEAN_FINISHED if now - candidate.finished_at >= policy.finished_retention else None
+    if starts.is_due(candidate.start, now, policy.broken_start):
+        return Act.BROKEN_START  # before the lease: why it never started is the news for its owner
     end, marks = candidate.lease_end, candidate.marks
     if end is not None and now >= end + policy.grace:
         return Act.EXPIRE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from bot.core import notices, reaping, workloads
+from bot.core import notices, reaping, starts, workloads
 
 Act = reaping.Act
 
@@ -26,9 +26,15 @@ def rerun(workload: workloads.Workload) -> str:
 
 
 def message(
-    act: Act, workload: workloads.Workload, now: datetime, policy: reaping.ReaperPolicy
+    act: Act,
+    workload: workloads.Workload,
+    now: datetime,
+    policy: reaping.ReaperPolicy,
+    *,
+    start_error: str = "",
 ) -> notices.Reminder:
-    """The thread reply (and, for reminders, the DM) for one act; its buttons say what the owner can do."""
+    """The thread reply (and, for reminders, the DM) for one act; its buttons say what the owner can do.
+    `start_error`: the cluster's newest message about a failing start, quoted by a broken start's."""
     end = workload.lease_end or now
     deadline = end + policy.grace
     key = workload.key
@@ -63,6 +69,8 @@ def message(
             f":wastebasket: Released {_what(workload)} at {clock_time(now)}: its GPU was idle for "
             f"{_duration(idle_for)} and nobody kept it. {rerun(workload)}"
         )
+    elif act is Act.BROKEN_START:
+        text = broken_start(workload, now, start_error)
     elif act is Act.CLEAN_FINISHED:
         ended = workload.finished_at or now
         text = (
@@ -72,6 +80,16 @@ def message(
     else:
         text = f"{_what(workload)} is busy again; the idle warning no longer applies."
     return notices.Reminder(text, key)
+
+
+def broken_start(workload: workloads.Workload, now: datetime, start_error: str = "") -> str:
+    """Why a pod that could not start was deleted, in its own words, and what to do before running again."""
+    start = workload.start
+    what, fix = starts.describe(start, image=workload.image, detail=start_error)
+    took = starts.waited(start, now)
+    if start.reason in starts.HOPELESS or not took:
+        return f":wastebasket: Deleted {_what(workload)} at once, as it can never start: {what}. {fix}"
+    return f":wastebasket: Deleted {_what(workload)} after {took} unable to start: {what}. {fix}"
 
 
 def removed_outside(workload: workloads.Workload) -> str:
@@ -97,8 +115,12 @@ def thread_refused_note(why: str) -> str:
     return THREAD_REFUSED_NOTES.get(why, "Slack refused the message there.")
 
 
+DRY_RUN_VERBS = {Act.BROKEN_START: "release (its start is broken)"}
+
+
 def dry_run(act: Act, workload: workloads.Workload) -> str:
-    return f":test_tube: Dry run: the reaper would {act.value.replace('-', ' ')} `{workload.name}` now."
+    verb = DRY_RUN_VERBS.get(act, act.value.replace("-", " "))
+    return f":test_tube: Dry run: the reaper would {verb} `{workload.name}` now."
 
 
 def _duration(span: timedelta) -> str:

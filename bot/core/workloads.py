@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import labels, lifecycle, podspec, reaping
+from bot.core import labels, lifecycle, podspec, reaping, starts
 
 GKE_NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
@@ -56,6 +56,8 @@ class Workload:
     """When its container terminated, for a Succeeded or Failed pod."""
     request: str = ""
     """The digest of the Slack request that asked for it (`podspec.request_key`); empty for older pods."""
+    start: starts.Start = field(default_factory=starts.Start)
+    """How its container waits to start (reason, message), and since when the kubelet has been starting it."""
 
     @property
     def key(self) -> str:
@@ -165,6 +167,17 @@ def from_pod(pod: Body) -> Workload | None:
         ),
         request=_text(notes.get(labels.REQUEST_ANNOTATION)),
         finished_at=finished_at(pod),
+        start=start_of(status),
+    )
+
+
+def start_of(status: Body) -> starts.Start:
+    """The first waiting container's reason and message, with the pod's startTime."""
+    waiting = _waiting(_container_statuses(status))
+    return starts.Start(
+        reason=_text(waiting.get("reason")),
+        message=_text(waiting.get("message")),
+        since=_time(status.get("startTime")),
     )
 
 

@@ -73,9 +73,11 @@ class Reaper:
         telemetry: ports.Telemetry = ports.NO_TELEMETRY,
         replica: str = "",
         tell_wait_seconds: float = TELL_WAIT_SECONDS,
+        start_errors: Callable[[str], str] | None = None,
     ) -> None:
         """`live_workloads`: gpubot's pods as the informers hold them now (the tracker's view);
-        `replica` names this replica in the journal of deletes not yet told."""
+        `replica` names this replica in the journal of deletes not yet told; `start_errors` gives the
+        cluster's newest message about a workload's failing start (from the events the tracker saw)."""
         self._telemetry = telemetry
         self._cluster = cluster
         self._chat = chat_port
@@ -85,6 +87,7 @@ class Reaper:
         self._clock = clock
         self._store = store
         self._metrics = metrics
+        self._start_errors = start_errors
         self._teller = tellings.Teller(chat_port, wait_seconds=tell_wait_seconds, telemetry=telemetry)
         self._journal = tellings.Journal(store, replica=replica)
         self._untold: dict[str, tellings.Telling] = {}
@@ -119,6 +122,7 @@ class Reaper:
             marks=workload.marks,
             idle=workload.name in idle,
             delete_recorded=podspec.delete_recorded(workload.audit),
+            start=workload.start,
         )
 
     def _speaks(self, act: Act) -> bool:
@@ -169,7 +173,8 @@ class Reaper:
         """Claim, journal its message, record, delete: on time, whatever Slack says."""
         if not self._annotate(workload, {CLAIM: podspec.format_time(now)}, act, guarded=True):
             return False
-        message = reminders.message(act, workload, now, self._policy)
+        start_error = self._start_errors(workload.key) if self._start_errors else ""
+        message = reminders.message(act, workload, now, self._policy, start_error=start_error)
         telling = tellings.Telling(
             tellings.telling_key(workload.uid, act.value),
             tellings.Target.of(act.value, workload),

@@ -124,6 +124,12 @@ class Tracker:
         with self._lock:
             return dict(self._threads)
 
+    def start_error(self, key: str) -> str:
+        """The newest kubelet failure message about starting a workload (`namespace/name`), if any."""
+        with self._lock:
+            thread = self._threads.get(key)
+            return thread.progress.start_error if thread is not None else ""
+
     def workload(self, namespace: str, name: str) -> workloads.Workload | None:
         """A tracked workload as the pod informer last delivered it; None if not (yet) seen."""
         with self._lock:

@@ -129,9 +129,10 @@ def auth_test(ctx: Context, params: Params) -> Json:
 
 def writable_channel(ctx: Context, params: Params) -> str:
     """A channel the bot may post in: chat.postMessage and chat.postEphemeral answer `channel_not_found`
-    (unknown or deleted, or private and the bot not in it, so the bot cannot see it), `is_archived`
-    ("Channel has been archived.") and `not_in_channel`, as Slack's method references list them
-    (docs.slack.dev/reference/methods/chat.postMessage, …/chat.postEphemeral)."""
+    (unknown or deleted), `is_archived` ("Channel has been archived.") and `not_in_channel`, as Slack's
+    method references list them (docs.slack.dev/reference/methods/chat.postMessage, …/chat.postEphemeral).
+    A private channel the bot is not in is invisible to it, so `channel_not_found` there too (what
+    troubleshooting guides report, e.g. bundle.social/slack-api/errors; the references do not say)."""
     channel = ctx.workspace.channels[channel_param(ctx, params)]
     if channel.private and not channel.bot_member:
         raise SlackError("channel_not_found")

@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,8 @@ RUN_ONE_HOUR = f"run {CUDA} --hours 1 -- python train.py"
 """A busy GPU (the sim keeps any command but `sleep` busy), so only the lease decides."""
 NEVER = 3600.0
 """A timer interval tests never reach: they run reaper rounds themselves."""
+STRIDE = 30.0
+"""Simulated seconds between the reaper rounds `round_after_round` runs."""
 ALICE_DM = "D_ALICE"
 
 
@@ -94,6 +96,29 @@ def reap_until(
             else:
                 bot.reap()
     raise AssertionError(f"not reached within {limit} simulated seconds")
+
+
+def going(sim: world.BackgroundWorld) -> bool:
+    return all(p["metadata"].get("deletionTimestamp") for p in gpubot_pods(sim))
+
+
+def round_after_round(
+    sim: world.BackgroundWorld, bot: app.Bot, due: datetime, *, limit: int = 200, flush: bool = True
+) -> int:
+    """Reaper rounds every STRIDE simulated seconds until the pod is going; how many rounds ran at or
+    after `due` (1: the first round that could delete it did). `flush`: let the outbox drain after each
+    round (not while Slack is down: it would hold what it cannot send)."""
+    late = 0
+    for _ in range(limit):
+        sim.advance(STRIDE, step=STRIDE)
+        bot.cluster.wait_synced(WAIT)
+        bot.reap()
+        if flush:
+            bot.outbox.flush(WAIT)
+        late += sim.world.clock.datetime() >= due
+        if going(sim):
+            return late
+    raise AssertionError(f"the pod was not deleted within {limit} rounds")
 
 
 def start_workload(sim: world.BackgroundWorld, slack: BackgroundSlack, text: str = RUN_ONE_HOUR) -> Json:
@@ -275,3 +300,30 @@ def test_a_finished_pod_is_cleaned_up_after_the_retention_with_a_note(
     assert note["text"].startswith(":broom: Cleaned up the finished pod `gpu-u-alice-")
     assert said(slack, root, "This run held its GPU for")
     assert float(note["ts"]) - float(finished["ts"]) > 0
+
+
+BAD_IMAGE = "registry.example.com/notfound/trainer:1"
+"""The sim's kubelet fails to pull any image whose reference holds `notfound`, as a registry would."""
+
+
+def test_an_image_that_does_not_exist_gives_its_gpu_back_after_ten_minutes_and_the_pool_drains(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
+) -> None:
+    with reaping_bot(sim, slack, tmp_path, redis_url) as bot:
+        slack.type_command("U_ALICE", "C_GPU", "/gpu", f"run {BAD_IMAGE} --hours 8 -- python train.py")
+        root: Json = slack.wait_until(lambda: roots(slack) and roots(slack)[0], timeout=WAIT)
+        advance_until(sim, slack, lambda: said(slack, root, "does not exist"))  # the pull failed, said so
+        (pod,) = gpubot_pods(sim)
+        started = podspec.parse_time(pod["status"]["startTime"])
+        assert started is not None
+        late = round_after_round(sim, bot, started + timedelta(minutes=10))  # counted on the sim clock
+        drained = reap_until(sim, [bot], lambda: said(slack, root, "drained to 0"), stride=60)
+    assert late == 1, f"deleted {late} rounds after its 10 minutes, not in the first"
+    (told,) = said(slack, root, "unable to start")
+    assert told["text"].startswith(":wastebasket: Deleted `gpu-u-alice-")
+    assert " after 10m" in told["text"]
+    assert (
+        f"the image `{BAD_IMAGE}` could not be pulled (ImagePullBackOff: Failed to pull image" in told["text"]
+    )
+    assert ": not found). Check the image name and tag, then `/gpu run` again." in told["text"]
+    assert drained and gpu_nodes(sim) == [] and gpubot_pods(sim) == []

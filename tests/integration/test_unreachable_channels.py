@@ -8,7 +8,7 @@ without the bot is refused at once, saying how to invite it, and makes no pod.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -20,12 +20,18 @@ from sim.cluster import world
 from sim.slack.ratelimits import FaultConfig
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import RUN, WAIT, Json, advance_until, gpubot_pods, roots
-from tests.integration.test_reaper import ALICE_DM, gpu_nodes, pod_notes, reaping_bot, said, start_workload
+from tests.integration.test_reaper import (
+    ALICE_DM,
+    gpu_nodes,
+    pod_notes,
+    reaping_bot,
+    round_after_round,
+    said,
+    start_workload,
+)
 
 pytestmark = pytest.mark.usefixtures("slack_env")
 
-STRIDE = 30.0
-"""Simulated seconds between reaper rounds."""
 CUT_OFF: dict[str, dict[str, bool]] = {
     "not_in_channel": {"bot_member": False},
     "is_archived": {"archived": True},
@@ -35,29 +41,6 @@ CUT_OFF: dict[str, dict[str, bool]] = {
 WHY = {"not_in_channel": "not-member", "is_archived": "archived", "channel_not_found": "gone"}
 GRACE = timedelta(minutes=5)
 """The reaper's default grace after a lease's end: the delete is due at end + grace."""
-
-
-def going(sim: world.BackgroundWorld) -> bool:
-    return all(p["metadata"].get("deletionTimestamp") for p in gpubot_pods(sim))
-
-
-def round_after_round(
-    sim: world.BackgroundWorld, bot: app.Bot, due: datetime, *, limit: int = 200, flush: bool = True
-) -> int:
-    """Reaper rounds every STRIDE simulated seconds until the pod is going; how many rounds ran at or
-    after `due` (1: the first round that could delete it did). `flush`: let the outbox drain after each
-    round (not while Slack is down: it would hold what it cannot send)."""
-    late = 0
-    for _ in range(limit):
-        sim.advance(STRIDE, step=STRIDE)
-        bot.cluster.wait_synced(WAIT)
-        bot.reap()
-        if flush:
-            bot.outbox.flush(WAIT)
-        late += sim.world.clock.datetime() >= due
-        if going(sim):
-            return late
-    raise AssertionError(f"the pod was not deleted within {limit} rounds")
 
 
 def alice_dms(slack: BackgroundSlack, words: str) -> list[Json]:

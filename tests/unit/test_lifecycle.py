@@ -99,6 +99,18 @@ def test_no_scale_up_is_explained_with_a_fix(message: str, key: str) -> None:
     assert problem is not None and problem.key == key and problem.fix
 
 
+def test_the_newest_start_failure_is_kept_in_the_clusters_own_words() -> None:
+    pulled = 'Failed to pull image "foo:bar": rpc error: code = NotFound desc = foo:bar: not found'
+    progress, _ = feed(
+        [
+            EventSeen(at(0), "Failed", pulled, "Warning"),
+            EventSeen(at(1), "Failed", "Error: ErrImagePull", "Warning"),  # restates the reason only
+            EventSeen(at(2), "BackOff", 'Back-off pulling image "foo:bar"'),
+        ]
+    )
+    assert progress.start_error == pulled
+
+
 def test_image_pull_failure_names_the_image() -> None:
     message = (
         'Failed to pull image "nvidia/cuda:notfound": rpc error: code = NotFound desc = failed to pull and '

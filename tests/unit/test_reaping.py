@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core import models, reaping
+from bot.core import models, reaping, starts
 
 Act = reaping.Act
 END = datetime(2026, 3, 1, 14, 0, tzinfo=UTC)
@@ -92,3 +92,30 @@ def test_an_extension_over_the_cap_is_refused_with_what_fits() -> None:
     assert isinstance(full, models.UsageError) and "cannot be extended" in full.problem
     bad = reaping.extend(END, start, 0, END, POLICY, default_hours=4)
     assert isinstance(bad, models.UsageError) and "positive" in bad.problem
+
+
+def stuck(reason: str, since: datetime, **marks: datetime) -> reaping.Candidate:
+    start = starts.Start(reason, "", since)
+    return reaping.Candidate(
+        lease_end=END, finished_at=None, terminating=False, marks=reaping.Marks(**marks), start=start
+    )
+
+
+@pytest.mark.parametrize(
+    ("candidate", "now", "due"),
+    [
+        (stuck("ImagePullBackOff", END - 60 * MIN), END - 51 * MIN, None),
+        (stuck("ImagePullBackOff", END - 60 * MIN), END - 50 * MIN, Act.BROKEN_START),
+        (stuck("InvalidImageName", END - 60 * MIN), END - 60 * MIN, Act.BROKEN_START),
+        (stuck("ContainerCreating", END - 60 * MIN), END - 30 * MIN, None),  # slow, not broken
+        # past its lease too: why it never started is the news, not that nobody extended it
+        (stuck("ImagePullBackOff", END - 60 * MIN), END + 6 * MIN, Act.BROKEN_START),
+        # another round or replica is on it: wait, as for every act
+        (stuck("ImagePullBackOff", END - 60 * MIN, telling_since=END - 31 * MIN), END - 30 * MIN, None),
+    ],
+)
+def test_a_start_broken_for_the_limit_is_released(
+    candidate: reaping.Candidate, now: datetime, due: Act | None
+) -> None:
+    assert reaping.decide(candidate, now, POLICY) is due
+    assert POLICY.broken_start == timedelta(minutes=10)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
-from bot.core import notices, reaping, reminders, workloads
+from bot.core import notices, reaping, reminders, starts, workloads
 
 END = datetime(2026, 3, 1, 14, 0, tzinfo=UTC)
 POLICY = reaping.ReaperPolicy(idle_window=timedelta(minutes=45), idle_grace=timedelta(minutes=15))
@@ -65,3 +66,27 @@ def test_reaps_say_what_when_why_and_how_to_run_again() -> None:
     )
     released = reminders.message(Act.IDLE_RELEASE, warned, END - timedelta(minutes=105), POLICY)
     assert "at 12:15 UTC: its GPU was idle for 1h00m and nobody kept it." in released.text
+
+
+def test_a_broken_start_says_how_long_why_in_the_clusters_words_and_what_to_do() -> None:
+    pulling = dataclasses.replace(
+        WORKLOAD,
+        image="foo:bar",
+        phase="Pending",
+        start=starts.Start("ImagePullBackOff", 'Back-off pulling image "foo:bar"', END - timedelta(hours=3)),
+    )
+    event = 'Failed to pull image "foo:bar": rpc error: code = NotFound desc = foo:bar: not found'
+    now = END - timedelta(hours=3) + timedelta(minutes=10, seconds=30)
+    deleted = reminders.message(Act.BROKEN_START, pulling, now, POLICY, start_error=event)
+    assert deleted == notices.Reminder(
+        ":wastebasket: Deleted `gpu-u-alice-1a2b3c` (1 GPU (t4)) after 10m30s unable to start: the image "
+        f"`foo:bar` could not be pulled (ImagePullBackOff: {event}). Check the image name and tag, then "
+        "`/gpu run` again.",
+        "gpubot/gpu-u-alice-1a2b3c",
+    )
+    hopeless = dataclasses.replace(pulling, start=starts.Start("InvalidImageName", "bad name", None))
+    assert reminders.broken_start(hopeless, now).startswith(
+        ":wastebasket: Deleted `gpu-u-alice-1a2b3c` (1 GPU (t4)) at once, as it can never start: the image "
+        "name `foo:bar` is not valid (InvalidImageName: bad name)."
+    )
+    assert "would release (its start is broken)" in reminders.dry_run(Act.BROKEN_START, pulling)

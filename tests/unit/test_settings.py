@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ SOCKET_ENV = {"SLACK_BOT_TOKEN": "xoxb-secret", "SLACK_APP_TOKEN": "xapp-secret"
 
 def test_defaults_in_socket_mode() -> None:
     loaded = settings.Settings.from_env(SOCKET_ENV)
+    assert loaded.reaper_policy().broken_start == timedelta(minutes=10)
     assert loaded.slack.mode == "socket"
     assert loaded.slack.api_base_url == "https://slack.com/api/"
     assert loaded.cluster == settings.ClusterSettings()
@@ -40,6 +42,7 @@ def test_everything_from_the_environment() -> None:
             "GPUBOT_DEFAULT_LEASE_HOURS": "2",
             "GPUBOT_MAX_LEASE_HOURS": "8",
             "GPUBOT_REAPER_DRY_RUN": "yes",
+            "GPUBOT_BROKEN_START_MINUTES": "20",
             "GPUBOT_MAX_GPUS_PER_USER": "4",
             "GPUBOT_ADMINS": "U0ADMIN, U0OTHER",
             "GPUBOT_PROFILES_FILE": "deploy/profiles.yaml",
@@ -53,6 +56,8 @@ def test_everything_from_the_environment() -> None:
     assert loaded.slack.scale_channel == "C0OPS"
     assert loaded.cluster == settings.ClusterSettings(kubeconfig="/tmp/kubeconfig", namespace="ml")
     assert loaded.reaper.dry_run and loaded.reaper.max_lease_hours == 8
+    assert loaded.reaper.broken_start_minutes == 20
+    assert loaded.reaper_policy().broken_start == timedelta(minutes=20)
     assert loaded.policy() == models.QuotaPolicy(
         max_gpus_per_user=4,
         default_lease_hours=2,
@@ -87,6 +92,7 @@ def test_every_problem_is_reported_at_once() -> None:
                 "LOG_LEVEL": "chatty",
                 "GPUBOT_LOG_FORMAT": "xml",
                 "GPUBOT_HEALTH_PORT": "http",
+                "GPUBOT_BROKEN_START_MINUTES": "0",
             }
         )
     message = str(raised.value)
@@ -104,6 +110,7 @@ def test_every_problem_is_reported_at_once() -> None:
         "LOG_LEVEL='CHATTY'",
         "GPUBOT_LOG_FORMAT='xml': expected json or text",
         "GPUBOT_HEALTH_PORT='http': expected a whole number",
+        "GPUBOT_BROKEN_START_MINUTES='0'",
     ):
         assert expected in message
 

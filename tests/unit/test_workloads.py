@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.core import labels, lifecycle, models, podspec, workloads
+from bot.core import labels, lifecycle, models, podspec, starts, workloads
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 PROFILE = models.GpuProfile(
@@ -76,6 +76,21 @@ def test_from_pod_sees_node_and_deletion() -> None:
         True,
         "Pending",
     )
+
+
+def test_from_pod_reads_how_its_container_waits_to_start_and_since_when() -> None:
+    pod = built_pod(
+        phase="Pending",
+        startTime=stamp(30),
+        containerStatuses=[waiting("ImagePullBackOff", 'Back-off pulling image "foo:bar"')],
+    )
+    workload = workloads.from_pod(pod)
+    assert workload is not None
+    assert workload.start == starts.Start(
+        "ImagePullBackOff", 'Back-off pulling image "foo:bar"', T0 + timedelta(seconds=30)
+    )
+    running = workloads.from_pod(built_pod(phase="Running"))
+    assert running is not None and running.start == starts.Start()
 
 
 @pytest.mark.parametrize(
