@@ -179,6 +179,10 @@ class Launcher:
         )
         return checked if isinstance(checked, models.UsageError) else None
 
+    def refused_at_once(self) -> None:
+        """A run the ack refused (`precheck`): counted as refused, like one refused later."""
+        self._telemetry.count_command("run", "refused")
+
     def run(
         self, request: models.RunRequest, owner: models.Owner, channel: str
     ) -> workloads.Workload | models.UsageError | None:
