@@ -84,12 +84,12 @@ class GpuCommand:
         request_id = str(command.get("trigger_id", ""))
         if not self.services.first_delivery(request_id):
             return
-        typed = commands.parse_gpu_command(str(command.get("text", "")))
-        parsed = self.parse(command)
-        owner, channel = owner_of(command), str(command.get("channel_id", ""))
-        if isinstance(typed, models.RunRequest) and isinstance(parsed, models.UsageError):
+        parsed = commands.parse_gpu_command(str(command.get("text", "")))
+        if isinstance(parsed, models.RunRequest) and self.services.launcher.precheck(parsed):
             self.services.launcher.refused_at_once()  # the ack said why
-        elif isinstance(parsed, models.RunRequest | models.StatusRequest):
+            return
+        owner, channel = owner_of(command), str(command.get("channel_id", ""))
+        if isinstance(parsed, models.RunRequest | models.StatusRequest):
             answer = ResponseUrlAnswer(respond)
             self.services.launcher.handle(parsed, owner, channel, request_id=request_id, answer=answer)
         elif isinstance(parsed, models.ReleaseRequest | models.ExtendRequest):
