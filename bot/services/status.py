@@ -145,8 +145,8 @@ def has_output(progress: lifecycle.Progress) -> bool:
     return not progress.gone and (progress.outcome is not None or progress.at(Step.RUNNING) is not None)
 
 
-def thread_status(thread: Thread, *, now: datetime, wall: datetime, note: str = "") -> notices.ThreadStatus:
-    """The edited root message; `now` is the cluster's latest time (step timing), `wall` the lease clock."""
+def thread_status(thread: Thread, *, now: datetime, note: str = "") -> notices.ThreadStatus:
+    """The edited root message; `now` is the cluster's latest time (step timing)."""
     workload, over, lease = thread.workload, thread.progress.outcome is not None, thread.workload.lease_end
     return notices.ThreadStatus(
         namespace=workload.namespace,

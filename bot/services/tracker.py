@@ -423,9 +423,7 @@ class Tracker:
         if not self._live or not workload.thread_ts or not workload.channel:
             return
         note = provisioning.eta_note(thread.progress, self._usual(thread.progress.pool))
-        shown = status.thread_status(
-            thread, now=self._cluster_now or self._clock(), wall=self._clock(), note=note
-        )
+        shown = status.thread_status(thread, now=self._cluster_now or self._clock(), note=note)
         before = self._shown.get(key)
         if before is None or before.without_clocks() != shown.without_clocks():
             self._chat.update(workload.channel, workload.thread_ts, shown)

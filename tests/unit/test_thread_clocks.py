@@ -44,7 +44,7 @@ def leased_thread() -> status.Thread:
 
 
 def shown(thread: status.Thread, at: datetime) -> notices.ThreadStatus:
-    return status.thread_status(thread, now=at, wall=at)
+    return status.thread_status(thread, now=at)
 
 
 def test_a_minute_later_only_the_clocks_differ() -> None:
