@@ -16,8 +16,8 @@ def test_a_stopping_replica_closes_its_socket_before_it_gives_up_the_lease(
     bots: BotFactory, slack: BackgroundSlack
 ) -> None:
     bot = bots("gpubot-0")
-    bot.start()
-    assert slack.connections() == 1
+    bot.start()  # its marker is logged just before the socket opens: wait for Slack to see it
+    assert slack.wait_until(lambda: slack.connections() == 1, timeout=10) is True
     assert bot.terminate() == 0
     said = bot.messages()
     closed = said.index(app.SOCKET_CLOSED)
