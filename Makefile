@@ -60,7 +60,7 @@ soak: dev
 
 FUZZ_EXAMPLES ?= 100000
 fuzz: dev
-	GPUBOT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -o addopts="" -q -m fuzz tests/hostile --hypothesis-show-statistics
+	GPUBOT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -o addopts="" -q --timeout 0 -m fuzz tests/hostile --hypothesis-show-statistics
 
 # The bench group (matplotlib, for the plots) is installed for the bench targets only.
 bench: dev
