@@ -287,7 +287,7 @@ def gpubot_arm(
         bot.reap_seconds = bot.tick_seconds = NEVER
         bot.start(sync_timeout=WAIT)
         handler = SocketModeHandler(bot.app, config.slack.app_token)
-        handler.connect()  # type: ignore[no-untyped-call]
+        app.connect(handler)
         slack.wait_for_connections(1, timeout=WAIT)
         try:
             yield GpubotArm(day, sim, slack, bot, ledger)

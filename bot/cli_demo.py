@@ -316,7 +316,7 @@ def running_bot(
     bot.start(sync_timeout=BOT_WAIT)
     bot.scheduler.remove_job("reap")
     handler = SocketModeHandler(bot.app, config.slack.app_token)
-    handler.connect()  # type: ignore[no-untyped-call]
+    app.connect(handler)
     slack.wait_for_connections(1, timeout=BOT_WAIT)
     try:
         yield bot

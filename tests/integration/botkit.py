@@ -59,7 +59,7 @@ def running_bot(config: settings.Settings, slack: BackgroundSlack, **build: Any)
     bot.start(sync_timeout=WAIT)
     handler = SocketModeHandler(bot.app, config.slack.app_token)
     before = slack.connections()
-    handler.connect()  # type: ignore[no-untyped-call]  # returns before the socket is open
+    app.connect(handler)
     slack.wait_until(lambda: slack.connections() > before, timeout=WAIT)
     try:
         yield bot

@@ -92,7 +92,7 @@ def probed_bot(
         assert get(port, "/readyz") == (503, '{"ready": false, "reason": "informers not synced"}\n')
         bot.start(sync_timeout=WAIT)
         assert get(port, "/readyz") == (503, '{"ready": false, "reason": "Slack not connected"}\n')
-        handler.connect()  # type: ignore[no-untyped-call]
+        app.connect(handler)
         bot.slack_connected = handler.client.is_connected
         slack.wait_until(lambda: get(port, "/readyz")[0] == 200, timeout=WAIT)
         yield bot, port

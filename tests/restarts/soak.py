@@ -441,7 +441,7 @@ def environment(config: SoakConfig) -> Iterator[Soak]:
         bot.reap_seconds = bot.tick_seconds = NEVER
         bot.start(sync_timeout=30)
         handler = SocketModeHandler(bot.app, wiring.slack.app_token)
-        handler.connect()  # type: ignore[no-untyped-call]
+        app.connect(handler)
         slack.wait_for_connections(1, timeout=30)
         try:
             yield Soak(config, sim, slack, bot)
