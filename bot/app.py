@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import socketserver
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +25,17 @@ from slack_sdk import WebClient
 
 import handlers
 from bot import settings as settings_module
-from bot.adapters import kube, leader, metrics, observability, slack_http, slack_outbox, slack_render, store
+from bot.adapters import (
+    http_server,
+    kube,
+    leader,
+    metrics,
+    observability,
+    slack_http,
+    slack_outbox,
+    slack_render,
+    store,
+)
 from bot.core import notices, pools, ports, warm, workloads
 from bot.core.ports import WatchCallback
 from bot.services import Services, launcher, leases, reaper, scale_notifier, tracker
@@ -444,26 +453,28 @@ def build(
     return bot
 
 
-class _ThreadingWSGIServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
-    daemon_threads = True
-    """A request still in flight must not hold up shutdown."""
-
-
-class _QuietRequestHandler(simple_server.WSGIRequestHandler):
+class _QuietRequestHandler(http_server.DeadlineHandlerMixIn, simple_server.WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("http %s: %s", self.address_string(), format % args)
 
 
-def make_http_server(app: App, *, port: int, path: str, host: str = "0.0.0.0") -> simple_server.WSGIServer:
-    """HTTP mode: Bolt's WSGI adapter on a threaded stdlib server; `serve_forever()` runs it and
-    `shutdown()` stops it, which Bolt's SlackAppDevelopmentServer cannot. Port 0 picks a free port."""
-    return simple_server.make_server(
-        host,
-        port,
-        slack_http.TimestampGuard(SlackRequestHandler(app, path)),
-        server_class=_ThreadingWSGIServer,
-        handler_class=_QuietRequestHandler,
+def make_http_server(
+    app: App, *, slack: settings_module.SlackSettings, port: int | None = None, host: str = "0.0.0.0"
+) -> simple_server.WSGIServer:
+    """HTTP mode: Bolt's WSGI adapter behind gpubot's checks, on a server with bounded workers and read
+    deadlines (`slack.http_limits`); `serve_forever()` runs it and `shutdown()` stops it, which Bolt's
+    SlackAppDevelopmentServer cannot. `port` overrides `slack.http_port`; 0 picks a free port."""
+    limits = slack.http_limits
+    guarded = slack_http.SlackRequestGuard(
+        SlackRequestHandler(app, slack.http_path),
+        path=slack.http_path,
+        signing_secret=slack.signing_secret,
+        max_body_bytes=limits.max_body_bytes,
     )
+    address = (host, slack.http_port if port is None else port)
+    server = http_server.BoundedWSGIServer(address, _QuietRequestHandler, limits=limits, name="slack-http")
+    server.set_app(guarded)
+    return server
 
 
 def _metrics(settings: settings_module.Settings) -> metrics.PrometheusMetrics | None:
@@ -523,12 +534,14 @@ def serve(settings: settings_module.Settings, *, clock: Callable[[], datetime] =
     observability.configure_logging(settings.log_level, json_lines=settings.log_json)
     logger.info("gpubot starting with %s", settings.redacted())
     bot = build(settings, clock=clock)
-    bot.telemetry.serve(port=settings.health_port, ready=bot.unready_reason)
+    bot.telemetry.serve(
+        port=settings.health_port, ready=bot.unready_reason, deadlines=settings.slack.http_limits
+    )
     bot.start()
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         if settings.slack.mode == "http":
-            server = make_http_server(bot.app, port=settings.slack.http_port, path=settings.slack.http_path)
+            server = make_http_server(bot.app, slack=settings.slack)
             logger.info("serving Slack requests at :%s%s", server.server_port, settings.slack.http_path)
             bot.slack_connected = lambda: True  # the socket listens from here on; requests queue until served
             try:

@@ -38,6 +38,37 @@ class SettingsError(ValueError):
         return "; ".join(self.problems)
 
 
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """What one HTTP client may cost a replica (issue 21: one unsigned 200 MB POST peaked at 1.3 GB, and
+    1,500 connections that never finished their headers held 1,510 threads). docs/deploy.md, HTTP mode."""
+
+    max_body_bytes: int = MIB
+    """A larger request is refused (413) from its Content-Length, unread. Slack documents no ceiling for
+    what it POSTs; gpubot receives slash commands and clicks on its own messages. A command's text is
+    at most 4,000 characters (commands.MAX_TEXT_LENGTH; 36 KB form-encoded if all were 3-byte UTF-8), and
+    a click carries the clicked message (docs.slack.dev/reference/interaction-payloads/block_actions-payload),
+    which slack_render keeps within Block Kit's 50 blocks (docs.slack.dev/reference/block-kit/blocks).
+    As the emulator sends them: `/gpu status` 0.4 KB, a 4,000-character `/gpu run` 4.3 KB, a click on a
+    thread root 4.1 KB. 1 MiB leaves a wide margin over those, and `workers` such bodies in flight stay
+    far inside the chart's 512 Mi."""
+    header_timeout_seconds: float = 10.0
+    """From the accept to the end of the headers. Slack waits 3 s for an answer, so a request slower
+    than this is lost anyway; a connection that never finishes its headers holds a worker this long."""
+    body_timeout_seconds: float = 10.0
+    """From the end of the headers to the end of the body (1 MiB at 1 Mbit/s takes 8.4 s); also how long
+    writing the answer may take."""
+    workers: int = 16
+    """Threads that serve requests. An ack is parse-and-answer (milliseconds), so 16 serve hundreds a
+    second; each holds at most one body, so together at most 16 MiB of bodies."""
+    queue: int = 64
+    """Accepted connections waiting for a worker; a connection that finds the queue full is answered 503
+    at once and closed, so a flood costs no thread and no file handle."""
+
+
 @dataclass(frozen=True)
 class SlackSettings:
     bot_token: str = field(repr=False)
@@ -52,6 +83,8 @@ class SlackSettings:
     """Socket Mode by default: no public URL needed."""
     http_port: int = 3000
     http_path: str = "/slack/events"
+    http_limits: HttpLimits = HttpLimits()
+    """HTTP mode only: the bounds on one request and on the server's threads."""
     scale_channel: str = ""
     """Channel id for one message per scale episode; empty turns channel notifications off."""
 
@@ -251,6 +284,7 @@ class Settings:
                 "mode": slack.mode,
                 "http_port": slack.http_port,
                 "http_path": slack.http_path,
+                "http_limits": vars(slack.http_limits).copy(),
                 "scale_channel": slack.scale_channel,
             },
             "cluster": vars(self.cluster).copy(),
@@ -371,7 +405,25 @@ def _read_slack(env: _EnvReader) -> SlackSettings:
         mode="http" if mode == "http" else "socket",
         http_port=env.integer("PORT", 3000, minimum=1, maximum=65535),
         http_path=env.text("SLACK_HTTP_PATH", "/slack/events"),
+        http_limits=_read_http_limits(env),
         scale_channel=env.text("GPUBOT_SCALE_CHANNEL"),
+    )
+
+
+def _read_http_limits(env: _EnvReader) -> HttpLimits:
+    default = HttpLimits()
+    return HttpLimits(
+        max_body_bytes=env.integer(
+            "GPUBOT_HTTP_MAX_BODY_BYTES", default.max_body_bytes, minimum=64 * 1024, maximum=64 * MIB
+        ),
+        header_timeout_seconds=env.number(
+            "GPUBOT_HTTP_HEADER_TIMEOUT_SECONDS", default.header_timeout_seconds, minimum=0.1, maximum=300
+        ),
+        body_timeout_seconds=env.number(
+            "GPUBOT_HTTP_BODY_TIMEOUT_SECONDS", default.body_timeout_seconds, minimum=0.1, maximum=300
+        ),
+        workers=env.integer("GPUBOT_HTTP_WORKERS", default.workers, minimum=1, maximum=256),
+        queue=env.integer("GPUBOT_HTTP_QUEUE", default.queue, minimum=1, maximum=4096),
     )
 
 

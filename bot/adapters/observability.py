@@ -7,13 +7,14 @@ is read at scrape time rather than mirrored, so the numbers cannot drift apart.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from prometheus_client import (
@@ -27,8 +28,9 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from bot.adapters import slack_outbox
+from bot.adapters import http_server, slack_outbox
 from bot.core import ports
+from bot.settings import HttpLimits
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +40,16 @@ and past 30 minutes something is broken (the autoscaler's max-node-provision-tim
 
 Readiness = Callable[[], str | None]
 """Why this replica should get no traffic yet, or None when it is ready."""
+
+DEFAULT_LIMITS = HttpLimits()
+PROBE_WORKERS, PROBE_QUEUE = 4, 16
+"""The kubelet's probes and a Prometheus scrape or two at a time need only a few workers."""
+
+
+def probe_limits(slack_port: HttpLimits) -> HttpLimits:
+    """The probe port's bounds: Slack's port's deadlines, so a stalled client costs either port as much,
+    with a smaller pool."""
+    return dataclasses.replace(slack_port, workers=PROBE_WORKERS, queue=PROBE_QUEUE)
 
 
 class Telemetry:
@@ -106,12 +118,15 @@ class Telemetry:
         return generate_latest(self.registry)
 
     # -- the probe server ------------------------------------------------------------------------
-    def serve(self, *, port: int, ready: Readiness, host: str = "0.0.0.0") -> ProbeServer:
-        """Start /healthz, /readyz and /metrics on their own thread; `stop` ends them."""
+    def serve(
+        self, *, port: int, ready: Readiness, host: str = "0.0.0.0", deadlines: HttpLimits = DEFAULT_LIMITS
+    ) -> ProbeServer:
+        """Start /healthz, /readyz and /metrics on their own thread; `stop` ends them. The server keeps the
+        header and body timeouts of `deadlines`, with a pool of its own size."""
         if self._server is not None:
             raise RuntimeError("the probe server is running already")
         try:
-            server = ProbeServer(self, ready, host=host, port=port)
+            server = ProbeServer(self, ready, host=host, port=port, limits=probe_limits(deadlines))
         except OSError as err:
             raise OSError(f"the probe server cannot listen on {host}:{port}: {err.strerror or err}") from err
         server.start()
@@ -156,8 +171,10 @@ SHUTDOWN_POLL_SECONDS = 0.05
 class ProbeServer:
     """A small threaded HTTP server: liveness, readiness, and the metrics."""
 
-    def __init__(self, telemetry: Telemetry, ready: Readiness, *, host: str, port: int) -> None:
-        self._http = _ProbeHTTPServer((host, port), telemetry, ready)
+    def __init__(
+        self, telemetry: Telemetry, ready: Readiness, *, host: str, port: int, limits: HttpLimits
+    ) -> None:
+        self._http = _ProbeHTTPServer((host, port), telemetry, ready, limits=limits)
         self._thread = threading.Thread(target=self._serve, name="gpubot-probes", daemon=True)
 
     @property
@@ -178,17 +195,16 @@ class ProbeServer:
         self._thread.join()
 
 
-class _ProbeHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    """A scrape still in flight must not hold up shutdown."""
-
-    def __init__(self, address: tuple[str, int], telemetry: Telemetry, ready: Readiness) -> None:
-        super().__init__(address, _ProbeHandler)
+class _ProbeHTTPServer(http_server.BoundedHTTPServer):
+    def __init__(
+        self, address: tuple[str, int], telemetry: Telemetry, ready: Readiness, *, limits: HttpLimits
+    ) -> None:
         self.telemetry = telemetry
         self.ready = ready
+        super().__init__(address, _ProbeHandler, limits=limits, name="probes")
 
 
-class _ProbeHandler(BaseHTTPRequestHandler):
+class _ProbeHandler(http_server.DeadlineHandlerMixIn, BaseHTTPRequestHandler):
     server: _ProbeHTTPServer
 
     def do_GET(self) -> None:

@@ -73,6 +73,9 @@ def test_default_values_are_the_bots_own_defaults() -> None:
 def test_non_default_values_reach_the_bot() -> None:
     found = settings_from(chart.RENDERS["custom"]())
     assert found.slack.mode == "http" and found.slack.http_port == 3001
+    assert found.slack.http_limits == settings_module.HttpLimits(
+        max_body_bytes=262144, header_timeout_seconds=2.5, workers=8
+    )
     assert (found.slack.bot_token, found.slack.signing_secret) == ("xoxb-made-by-hand", "signing-secret")
     assert found.slack.scale_channel == "C0GPUOPS"
     assert found.quota == settings_module.QuotaSettings(
@@ -99,6 +102,12 @@ def test_non_default_values_reach_the_bot() -> None:
     )
     assert [warm.describe(s) for s in found.warm.schedules] == chart.CUSTOM["warm"]["schedules"]
     assert found.warm.configmap == "ml-warm"
+
+
+def test_http_modes_default_limits_are_the_bots_own() -> None:
+    values = {"slack": {"mode": "http", "botToken": "xoxb-test-bot", "signingSecret": "signing-secret"}}
+    found = settings_from(chart.render(values))
+    assert found.slack.mode == "http" and found.slack.http_limits == settings_module.HttpLimits()
 
 
 def test_a_bad_value_is_reported_by_the_bot_at_start_up() -> None:

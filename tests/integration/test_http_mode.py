@@ -64,7 +64,7 @@ def served_bot(config: settings.Settings) -> Iterator[tuple[app.Bot, str]]:
     """The real bot behind a real HTTP server on a free loopback port: (bot, the URL Slack POSTs to)."""
     bot = app.build(config)
     bot.start(sync_timeout=WAIT)
-    server = app.make_http_server(bot.app, host="127.0.0.1", port=0, path=PATH)
+    server = app.make_http_server(bot.app, slack=config.slack, host="127.0.0.1", port=0)
     thread = threading.Thread(target=server.serve_forever, name="bolt-http", daemon=True)
     thread.start()
     try:
@@ -139,12 +139,32 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> Non
     raise AssertionError(f"gpubot serve did not listen on {port} within {STARTUP} s:\n{log.read_text()}")
 
 
-def test_gpubot_serve_answers_signed_commands_and_stops_on_sigterm(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
-) -> None:
+@dataclasses.dataclass
+class ServedProcess:
+    process: subprocess.Popen[bytes]
+    port: int
+    """Slack's HTTP port."""
+    health_port: int
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{PATH}"
+
+
+@contextlib.contextmanager
+def gpubot_serve(
+    sim: world.BackgroundWorld,
+    slack: BackgroundSlack,
+    tmp_path: Path,
+    redis_url: str,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[ServedProcess]:
+    """`gpubot serve` in HTTP mode as an operator runs it, on the sim, the emulator (pointed at it) and
+    Redis; killed on the way out if it is still running."""
     kubeconfig = tmp_path / "kubeconfig.yaml"
     kubeconfig.write_text(yaml.safe_dump(sim.world.kubeconfig()))
-    port = free_port()
+    port, health_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if k not in cli_demo.LOOPBACK_UNSAFE_ENV}
     env |= {
         "SLACK_MODE": "http",
@@ -152,10 +172,11 @@ def test_gpubot_serve_answers_signed_commands_and_stops_on_sigterm(
         "SLACK_SIGNING_SECRET": SECRET,
         "SLACK_API_URL": slack.api_url,
         "PORT": str(port),
+        "GPUBOT_HEALTH_PORT": str(health_port),
         "KUBECONFIG": str(kubeconfig),
         "REDIS_URL": redis_url,
         "SKIP_SLACK_SDK_WARNING": "1",
-    }
+    } | (extra_env or {})
     log = tmp_path / "gpubot.log"
     gpubot = Path(sys.executable).with_name("gpubot")  # the console script an install puts on PATH
     with log.open("wb") as output:
@@ -163,14 +184,21 @@ def test_gpubot_serve_answers_signed_commands_and_stops_on_sigterm(
     try:
         wait_for_port(port, process, log)
         slack.configure_http(bot_url=f"http://127.0.0.1:{port}{PATH}", signing_secret=SECRET)
-        delivery = slack.type_command("U_BOB", "C_GPU", "/gpu", "help")
-        assert delivery.acked and delivery.ack_payload is not None, log.read_text()
-        for usage in ("/gpu run IMAGE", "/gpu status [all]", "/gpu release [NAME|all]"):
-            assert usage in delivery.ack_payload["text"]
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0, log.read_text()
+        yield ServedProcess(process, port, health_port, log)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert "stopping" in log.read_text()
+
+
+def test_gpubot_serve_answers_signed_commands_and_stops_on_sigterm(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
+) -> None:
+    with gpubot_serve(sim, slack, tmp_path, redis_url) as served:
+        delivery = slack.type_command("U_BOB", "C_GPU", "/gpu", "help")
+        assert delivery.acked and delivery.ack_payload is not None, served.log.read_text()
+        for usage in ("/gpu run IMAGE", "/gpu status [all]", "/gpu release [NAME|all]"):
+            assert usage in delivery.ack_payload["text"]
+        served.process.send_signal(signal.SIGTERM)
+        assert served.process.wait(timeout=30) == 0, served.log.read_text()
+    assert "stopping" in served.log.read_text()

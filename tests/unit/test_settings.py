@@ -307,3 +307,29 @@ def test_warm_schedules_from_the_environment() -> None:
     assert [s.pool for s in found.warm.schedules] == ["gpu-pool", "a"]
     assert found.warm.configmap == "gpubot-warm"
     assert (found.cloud.provider, found.cloud.cluster_name) == ("eks", "ml")
+
+
+def test_http_limits_from_the_environment() -> None:
+    assert settings.Settings.from_env(SOCKET_ENV).slack.http_limits == settings.HttpLimits()
+    loaded = settings.Settings.from_env(
+        {
+            **SOCKET_ENV,
+            "GPUBOT_HTTP_MAX_BODY_BYTES": "262144",
+            "GPUBOT_HTTP_HEADER_TIMEOUT_SECONDS": "2.5",
+            "GPUBOT_HTTP_BODY_TIMEOUT_SECONDS": "30",
+            "GPUBOT_HTTP_WORKERS": "8",
+            "GPUBOT_HTTP_QUEUE": "32",
+        }
+    )
+    assert loaded.slack.http_limits == settings.HttpLimits(
+        max_body_bytes=262144, header_timeout_seconds=2.5, body_timeout_seconds=30, workers=8, queue=32
+    )
+    assert loaded.redacted()["slack"]["http_limits"]["workers"] == 8
+    with pytest.raises(settings.SettingsError) as refused:
+        settings.Settings.from_env(
+            {**SOCKET_ENV, "GPUBOT_HTTP_WORKERS": "0", "GPUBOT_HTTP_MAX_BODY_BYTES": "1e9"}
+        )
+    assert [p.split("=")[0] for p in refused.value.problems] == [
+        "GPUBOT_HTTP_MAX_BODY_BYTES",
+        "GPUBOT_HTTP_WORKERS",
+    ]
