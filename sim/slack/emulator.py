@@ -5,6 +5,7 @@ One loopback port serves everything; `runner.BackgroundSlack` runs it on its own
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -15,7 +16,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from sim.slack import files, http_mode, render, webapi
+from sim.slack import directory, files, http_mode, render, scheduling, views, webapi
 from sim.slack.deliveries import HTTP, SOCKET_MODE, Delivery
 from sim.slack.http_mode import HttpModeConfig
 from sim.slack.ratelimits import FaultConfig, Faults, RateLimitConfig, RateLimiter
@@ -28,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 BOT_TOKEN = "xoxb-1-gpubot-emulated"
 APP_TOKEN = "xapp-1-A_GPUBOT-1-emulated"
-BOT_METHODS = webapi.BOT_METHODS | files.METHODS
+BOT_METHODS = webapi.BOT_METHODS | files.METHODS | views.METHODS | directory.METHODS | scheduling.METHODS
 SERVER_ERRORS = {500: "internal_error", 502: "bad_gateway", 503: "service_unavailable"}
 
 
@@ -83,6 +84,7 @@ class SlackEmulator:
             issue_ws_url=self.hub.issue_url,
             base_url=lambda: self.url,
             max_file_bytes=self.config.max_file_bytes,
+            later=self._later,
         )
         self.users = SimulatedUsers(
             self.workspace,
@@ -180,6 +182,10 @@ class SlackEmulator:
         except webapi.SlackError as exc:
             return 200, {"ok": False, "error": exc.error, **exc.extra}, {}
         return 200, {"ok": True, **result}, {}
+
+    def _later(self, delay: float, action: Callable[[], None]) -> None:
+        """Called from a Web API method, so on the emulator's loop."""
+        asyncio.get_running_loop().call_later(max(delay, 0.0), action)
 
     # -- file bytes ---------------------------------------------------------------------------
     async def _upload(self, request: web.Request) -> web.Response:
@@ -298,6 +304,8 @@ class SlackEmulator:
     async def _response_url(self, request: web.Request) -> web.Response:
         body = await _json_body(request)
         status, answer = respond(self.response_urls, self.workspace, request.match_info["hook"], body)
+        if isinstance(answer, str):
+            return web.Response(status=status, text=answer)
         return web.json_response(answer, status=status)
 
 

@@ -31,6 +31,16 @@ METHOD_TIERS = {
     "conversations.replies": 3,
     "users.info": 4,
     "views.open": 4,
+    # slack-api-ref methods/*.json: views.* Tier 4, conversations.list and users.list Tier 2,
+    # reactions.add and chat.scheduleMessage Tier 3; chat.getPermalink is "special" (treated as Tier 4).
+    "views.push": 4,
+    "views.update": 4,
+    "views.publish": 4,
+    "conversations.list": 2,
+    "users.list": 2,
+    "reactions.add": 3,
+    "chat.scheduleMessage": 3,
+    "chat.getPermalink": 4,
 }
 
 

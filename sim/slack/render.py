@@ -86,7 +86,9 @@ def _message_lines(message: Json) -> list[str]:
     edited = " (edited)" if message.get("edited") else ""
     text, blocks, shared = message.get("text", ""), message.get("blocks") or [], message.get("files") or []
     body = [head + edited] if shared and not text and not blocks else _with_body(head, text, blocks, edited)
-    return body + [f"  {file_line(f)}" for f in shared]
+    reactions = message.get("reactions") or {}
+    shown = "  " + " ".join(f":{name}: {len(users)}" for name, users in reactions.items())
+    return body + [f"  {file_line(f)}" for f in shared] + ([shown] if reactions else [])
 
 
 def file_line(shared: Json) -> str:

@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.slack import blockkit
 from sim.slack.transcript import Ephemeral, Json, Message, Workspace
 
 MAX_USES = 5
@@ -50,6 +51,18 @@ class ResponseUrls:
             return "used_url"
         target.uses += 1
         return target
+
+
+def refusal(body: Json | None) -> str:
+    """Why Slack refuses a reply's blocks, or "" when it takes them. A response_url answers only with
+    the error's name and HTTP 400, no findings (slackapi/java-slack-sdk#1017,
+    sourcegraph/sourcegraph#49979, bugsink/bugsink#317 for the hooks.slack.com URLs)."""
+    blocks = (body or {}).get("blocks")
+    if blocks is None:
+        return ""
+    if not isinstance(blocks, list):
+        return "invalid_blocks_format"
+    return "invalid_blocks" if blockkit.check_message_blocks(blocks) else ""
 
 
 def apply_response(ws: Workspace, target: ResponseTarget, body: Json | None, *, source: str) -> str:

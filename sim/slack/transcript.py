@@ -94,6 +94,8 @@ class Message:
     replies: list[str] = field(default_factory=list)
     files: list[Json] = field(default_factory=list)
     """File objects shared with this message (files.completeUploadExternal), as the API shows them."""
+    reactions: dict[str, list[str]] = field(default_factory=dict)
+    """Emoji name → the users who reacted with it, in order (reactions.add)."""
 
     @property
     def edited(self) -> bool:
@@ -115,6 +117,10 @@ class Message:
             body["metadata"] = self.metadata
         if self.files:
             body |= {"files": self.files, "upload": True}
+        if self.reactions:
+            body["reactions"] = [
+                {"name": name, "users": users, "count": len(users)} for name, users in self.reactions.items()
+            ]
         return body
 
 
@@ -383,6 +389,7 @@ class Workspace:
             "deleted": message.deleted,
             "reply_count": len(message.replies),
             "metadata": message.metadata,
+            "reactions": {name: list(users) for name, users in message.reactions.items()},
             "files": [
                 {key: shared.get(key) for key in ("id", "name", "title", "size", "mimetype", "filetype")}
                 for shared in message.files

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from sim.slack import payloads
 from sim.slack.deliveries import Delivery
-from sim.slack.responses import ResponseTarget, ResponseUrls, apply_response
+from sim.slack.responses import ResponseTarget, ResponseUrls, apply_response, refusal
 from sim.slack.transcript import Channel, Ephemeral, Json, Message, Workspace
 
 Deliver = Callable[[str, Json, bool], Awaitable[Delivery]]
@@ -21,6 +21,8 @@ Deliver = Callable[[str, Json, bool], Awaitable[Delivery]]
 SLACK_NOTICES = {
     "timeout": 'failed with the error "operation_timeout"',
     "no_connection": 'failed with the error "dispatch_failed"',
+    # An ack whose blocks Slack refuses (haruotsu/slack-review-notify#99: a duplicate action_id).
+    "invalid_response": 'failed with the error "invalid_command_response"',
 }
 
 
@@ -77,7 +79,9 @@ class SimulatedUsers:
             trigger_id=self._trigger(),
         )
         delivery = await self._deliver("slash_commands", payload, True)
-        if delivery.acked:
+        if delivery.acked and refusal(delivery.ack_payload):
+            shown = self._slack_notice(target, f"{command} {SLACK_NOTICES['invalid_response']}")
+        elif delivery.acked:
             shown = apply_response(self.workspace, target, delivery.ack_payload, source="ack")
         else:
             shown = self._slack_notice(target, f"{command} {SLACK_NOTICES.get(delivery.error, 'failed')}")
@@ -143,8 +147,11 @@ class SimulatedUsers:
         return "error_notice"
 
 
-def respond(urls: ResponseUrls, workspace: Workspace, hook: str, body: Json) -> tuple[int, Json]:
-    """A POST to a response_url: (HTTP status, JSON answer)."""
+def respond(urls: ResponseUrls, workspace: Workspace, hook: str, body: Json) -> tuple[int, Json | str]:
+    """A POST to a response_url: (HTTP status, JSON answer, or the plain-text error Slack sends)."""
+    refused = refusal(body)
+    if refused:
+        return 400, refused
     target = urls.use(hook)
     if isinstance(target, str):
         return 404, {"ok": False, "error": target}

@@ -7,14 +7,14 @@ live in `emulator`.
 from __future__ import annotations
 
 import json
-import time
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.slack import blockkit, schema
 from sim.slack.transcript import Ephemeral, Json, Message, Workspace
 
-MAX_BLOCKS = 50
 MAX_TEXT = 40_000
 
 
@@ -38,6 +38,10 @@ class Context:
     """The emulator's own `http://host:port`, for the upload and file URLs it hands out."""
     max_file_bytes: int = 1 << 30
     """files.getUploadURLExternal refuses a larger `length` (slack_sdk's MAX_V2_FILE_SIZE, 1 GB)."""
+    homes: dict[str, Json] = field(default_factory=dict)
+    """user id → the App Home view views.publish last published for them."""
+    later: Callable[[float, Callable[[], None]], None] = lambda delay, action: None
+    """Run `action` after `delay` wall seconds on the emulator's loop (chat.scheduleMessage)."""
 
 
 Params = dict[str, Any]
@@ -65,14 +69,29 @@ def json_param(params: Params, key: str, error: str) -> Any:
 
 
 def blocks_param(params: Params) -> list[Json]:
-    blocks = json_param(params, "blocks", "invalid_blocks")
-    if blocks is None:
+    """The message's blocks, or Slack's refusal: `invalid_blocks_format` for blocks that are not a JSON
+    array, `invalid_blocks` with each finding for blocks that break Block Kit's rules."""
+    blocks = json_param(params, "blocks", "invalid_blocks_format")
+    if blocks is None or blocks == "":
         return []
-    if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
-        raise SlackError("invalid_blocks")
-    if not all(isinstance(block, dict) and isinstance(block.get("type"), str) for block in blocks):
-        raise SlackError("invalid_blocks")
+    if not isinstance(blocks, list):
+        raise SlackError("invalid_blocks_format")
+    problems = blockkit.check_message_blocks(blocks)
+    if problems:
+        raise invalid_blocks(problems)
     return blocks
+
+
+def invalid_blocks(problems: list[schema.Problem]) -> SlackError:
+    """Slack's answer to blocks that break the rules: each finding in `errors`, and again with an
+    `[ERROR]` prefix in `response_metadata.messages` (a real chat.postMessage answer, quoted whole in a
+    slack_sdk SlackApiError: stoiveyp/Slack.NetStandard#60 shows the same `errors`)."""
+    lines = schema.format_problems(problems)
+    return SlackError("invalid_blocks", errors=lines, response_metadata={"messages": error_lines(lines)})
+
+
+def error_lines(lines: list[str]) -> list[str]:
+    return [f"[ERROR] {line}" for line in lines]
 
 
 def message_content(params: Params) -> tuple[str, list[Json]]:
@@ -269,18 +288,43 @@ def users_info(ctx: Context, params: Params) -> Json:
     return {"user": user.to_api(ctx.workspace.identity.team_id)}
 
 
-def views_open(ctx: Context, params: Params) -> Json:
-    issued = ctx.triggers.get(text_param(params, "trigger_id"))
-    if issued is None:
-        raise SlackError("invalid_trigger_id")
-    if time.time() - issued > ctx.trigger_ttl:
-        raise SlackError("expired_trigger_id")
-    view = json_param(params, "view", "invalid_arguments")
-    if not isinstance(view, dict):
-        raise SlackError("invalid_arguments")
-    opened = {"id": f"V{len(ctx.views) + 1:08d}", "team_id": ctx.workspace.identity.team_id, **view}
-    ctx.views.append(opened)
-    return {"view": opened}
+def chat_get_permalink(ctx: Context, params: Params) -> Json:
+    """docs.slack.dev/reference/methods/chat.getPermalink: `https://<domain>.slack.com/archives/<channel>/
+    p<ts without its dot>`, and for a thread reply `?thread_ts=<parent>&cid=<channel>`."""
+    channel_id = channel_param(ctx, params)
+    message = ctx.workspace.messages.get((channel_id, text_param(params, "message_ts")))
+    if message is None or message.deleted:
+        raise SlackError("message_not_found")
+    domain = ctx.workspace.identity.team_domain
+    link = f"https://{domain}.slack.com/archives/{channel_id}/p{message.ts.replace('.', '')}"
+    if message.thread_ts and message.thread_ts != message.ts:
+        link += f"?thread_ts={message.thread_ts}&cid={channel_id}"
+    return {"channel": channel_id, "permalink": link}
+
+
+REACTION_NAME = re.compile(r"[a-z0-9_+'-]+(::skin-tone-[2-6])?")
+"""An emoji name as Slack spells one (`thumbsup`, `+1`, `wave::skin-tone-3`), without colons."""
+
+
+def reactions_add(ctx: Context, params: Params) -> Json:
+    """docs.slack.dev/reference/methods/reactions.add: `channel`, `timestamp`, `name`; `already_reacted`
+    when the bot has, `invalid_name` for a name that is no emoji name. Custom emoji are not known, so
+    any well-formed name counts as one."""
+    channel_id = channel_param(ctx, params)
+    name = text_param(params, "name")
+    if not REACTION_NAME.fullmatch(name):
+        raise SlackError("invalid_name")
+    message = ctx.workspace.messages.get((channel_id, text_param(params, "timestamp")))
+    if message is None or message.deleted:
+        raise SlackError("message_not_found")
+    if ctx.workspace.channels[channel_id].archived:
+        raise SlackError("is_archived")
+    users = message.reactions.setdefault(name, [])
+    if ctx.workspace.identity.bot_user_id in users:
+        raise SlackError("already_reacted")
+    users.append(ctx.workspace.identity.bot_user_id)
+    ctx.workspace.changed()
+    return {}
 
 
 def apps_connections_open(ctx: Context, params: Params) -> Json:
@@ -299,6 +343,7 @@ BOT_METHODS: dict[str, Method] = {
     "conversations.history": conversations_history,
     "conversations.replies": conversations_replies,
     "users.info": users_info,
-    "views.open": views_open,
+    "chat.getPermalink": chat_get_permalink,
+    "reactions.add": reactions_add,
 }
 APP_METHODS: dict[str, Method] = {"apps.connections.open": apps_connections_open, "api.test": api_test}

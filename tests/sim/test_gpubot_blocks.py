@@ -1,0 +1,129 @@
+"""Every kind of message gpubot sends, rendered by its real renderer and checked by the Slack emulator's
+Block Kit validator, with ordinary inputs and with the longest the cluster and users can produce.
+
+The product never imports the sim; this test imports both, as tests may.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+
+import pytest
+
+from bot.adapters import slack_render
+from bot.core import explain, notices, reminders
+from sim.slack import blockkit, schema
+
+DONE, CURRENT, PENDING = notices.StepState.DONE, notices.StepState.CURRENT, notices.StepState.PENDING
+LONG = "<&>`*_~ " * 1000
+"""8,000 characters that escaping grows to 20,000: markup, a code fence's backtick, emphasis."""
+NAME, NAMESPACE = "n" * 253, "s" * 63
+"""Kubernetes' longest pod name (a DNS subdomain) and namespace (a DNS label)."""
+ALL_BUTTONS = [notices.Buttons(*flags) for flags in itertools.product((False, True), repeat=4)]
+
+
+def statuses() -> list[notices.Notice]:
+    ordinary = notices.ThreadStatus(
+        namespace="gpubot",
+        name="alice-train-1",
+        owner="U_ALICE",
+        image="nvidia/cuda:12.4.1-base-ubuntu22.04",
+        gpus=1,
+        profile="t4",
+        headline="A GPU node is being provisioned",
+        steps=(
+            notices.StepLine("waiting for a GPU node", DONE, "4s"),
+            notices.StepLine("node Ready", CURRENT, "1m"),
+        ),
+        lease_end=datetime(2026, 1, 5, 16, 30, tzinfo=UTC),
+        note="usually ready in about 4 minutes",
+    )
+    longest = notices.ThreadStatus(
+        namespace=NAMESPACE,
+        name=NAME,
+        owner="U" + "A" * 20,
+        image="registry.example/" + "i" * 4000,
+        gpus=8,
+        profile="p" * 63,
+        headline=LONG,
+        steps=tuple(notices.StepLine(LONG, PENDING, LONG) for _ in range(60)),
+        problem=explain.Problem("max-size", LONG, LONG),
+        outcome=LONG,
+        lease_end=datetime(2026, 1, 5, tzinfo=UTC),
+    )
+    finished = notices.ThreadStatus(
+        namespace="ml",
+        name="x",
+        owner="",
+        image="busybox",
+        gpus=1,
+        profile="t4",
+        headline="Finished",
+        outcome="Completed (exit code 0) after 1h02m",
+    )
+    with_buttons = [notices.ThreadStatus(**{**vars(longest), "buttons": buttons}) for buttons in ALL_BUTTONS]
+    return [ordinary, longest, finished, *with_buttons]
+
+
+def everything_else() -> list[notices.Notice]:
+    output = tuple(f"step {i} {LONG[: i % 3000]}" for i in range(5000))
+    return [
+        notices.Reply("node gke-gpu-t4-1a2b is Ready after 2m10s"),
+        notices.Reply(LONG * 40, mention="U_ALICE"),
+        notices.Reply("Failed (exit code 1)", output=output, mention="U" + "B" * 20),
+        notices.Reply("", output=("```", "x" * 10_000)),
+        notices.Ephemeral(""),
+        notices.Ephemeral("unknown profile `h100`: try `/gpu run IMAGE --type t4`"),
+        notices.Ephemeral(LONG * 40, output=output),
+        notices.Ephemeral("\n" * 10_000),
+        *(
+            notices.Reminder(text, f"{NAMESPACE}/{NAME}", buttons, thread_channel=channel, thread_note=note)
+            for text, buttons, (channel, note) in itertools.product(
+                (":hourglass_flowing_sand: The lease on `train` ends in 15m.", LONG * 40),
+                ALL_BUTTONS,
+                (
+                    ("", ""),
+                    ("C_GPU", ""),
+                    ("C_GPU", reminders.thread_refused_note("not-member")),
+                    ("", reminders.thread_refused_note("archived")),
+                ),
+            )
+        ),
+        notices.ChannelEpisode(
+            "gpu-t4", "back at 0 nodes", ("scale-up 0→1", "node Ready"), closed=True, cost="$0.42"
+        ),
+        notices.ChannelEpisode(
+            "p" * 300, LONG, tuple(LONG for _ in range(200)), warning=LONG, cost="$1,234.57"
+        ),
+    ]
+
+
+CASES = statuses() + everything_else()
+
+
+@pytest.mark.parametrize("notice", CASES, ids=[f"{type(n).__name__}-{i}" for i, n in enumerate(CASES)])
+def test_every_gpubot_message_passes_slacks_block_kit_rules(notice: notices.Notice) -> None:
+    rendered = slack_render.render(notice)
+    assert schema.format_problems(blockkit.check_message_blocks(rendered.blocks)) == []
+
+
+CONTEXT_TEXT = {
+    "a thread status note": notices.ThreadStatus(
+        "ml", "x", "U_ALICE", "busybox", 1, "t4", "Waiting", note="n" * 3001
+    ),
+    "a reminder's thread note": notices.Reminder("r", "ml/x", thread_note="n" * 3001),
+    "an episode's cost": notices.ChannelEpisode("gpu-t4", "up", cost="$" + "9" * 3000),
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="slack_render puts these texts in context elements without clipping them to 3,000 characters; "
+    "gpubot's own notes and costs are short, so no message it sends today is this long",
+)
+@pytest.mark.parametrize("where", sorted(CONTEXT_TEXT))
+def test_context_text_over_3000_characters_would_be_refused(where: str) -> None:
+    rendered = slack_render.render(CONTEXT_TEXT[where])
+    assert blockkit.check_message_blocks(rendered.blocks) == []
