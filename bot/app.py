@@ -91,6 +91,13 @@ class OutboxChat:
         text, blocks = slack_render.render(notice)
         return self.outbox.post_dm(user, text, blocks, timeout=timeout)
 
+    def upload(
+        self, user: str, filename: str, content: str, *, comment: str, timeout: float | None = None
+    ) -> str:
+        return self.outbox.upload(
+            user, filename, content, comment=slack_render.fallback(comment), timeout=timeout
+        )
+
 
 @dataclass
 class Bot:
@@ -350,7 +357,7 @@ def build(
             replica=settings.leader.identity,
         ),
         leases=lease_service,
-        logs=logs_service.Logs(cluster, chat, lease_service),
+        logs=logs_service.Logs(cluster, chat, lease_service, fits=slack_render.code_block_fits),
         tracker=tracker.Tracker(
             chat,
             clock=clock,

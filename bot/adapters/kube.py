@@ -63,6 +63,8 @@ class InformerSettings:
 
 LOG_LIMIT_BYTES = 1024 * 1024
 """The most of a pod's output read at once: past this, `kubectl logs` is the tool."""
+LOG_READS = 4
+"""Reads of one log at most, each asking fewer lines, until the answer fits in LOG_LIMIT_BYTES whole."""
 
 
 # -- errors ------------------------------------------------------------------------------------------
@@ -488,7 +490,21 @@ class KubeCluster:
 
     # -- pods ----------------------------------------------------------------------------------
     def read_log(self, namespace: str, name: str, *, tail_lines: int, previous: bool = False) -> str:
-        def attempt(_retried: bool) -> str:
+        """The newest lines, at most `tail_lines` and LOG_LIMIT_BYTES. The kubelet applies `limitBytes`
+        after `tailLines` (it seeks to the tail's first line, then stops writing at the limit), so an answer
+        cut at the limit holds the *oldest* of the lines asked: it is asked again for fewer lines, as many
+        as the cut answer held whole, less a tenth, until the answer ends at the pod's last line."""
+        lines, data = tail_lines, b""
+        for _ in range(LOG_READS):
+            data = self._read_log(namespace, name, tail_lines=lines, previous=previous)
+            whole = data.count(b"\n")
+            if len(data) < LOG_LIMIT_BYTES or lines <= 1:
+                break
+            lines = max(1, min(lines - 1, whole - whole // 10))
+        return data.decode("utf-8", errors="replace")
+
+    def _read_log(self, namespace: str, name: str, *, tail_lines: int, previous: bool) -> bytes:
+        def attempt(_retried: bool) -> bytes:
             with translated():
                 # Typed as str, but with `_preload_content=False` it is the raw urllib3 response.
                 response: Any = self.core.read_namespaced_pod_log(
@@ -500,7 +516,7 @@ class KubeCluster:
                     _preload_content=False,
                     _request_timeout=self.requests.timeout,
                 )
-                return bytes(response.data).decode("utf-8", errors="replace")
+                return bytes(response.data)
 
         return kube_retry.call(self.requests, f"reading the log of {namespace}/{name}", attempt)
 

@@ -10,6 +10,14 @@ cannot fix (`Invalid`, `NotFound`, `Unreachable`) drop a job, logged and counted
 (`post`, `post_dm`) gets the error and may reach the person another way. Edits of a message that have not been
 sent yet collapse into the newest.
 
+A file upload (`upload`, a text file in a user's DM) is a job of that user's DM lane too: it reuses the DM
+channel conversations.open gave, comes after the DMs queued before it, and is paced and retried like any
+write. files_upload_v2 makes three requests (files.getUploadURLExternal, the POST of the bytes to the URL it
+gives, files.completeUploadExternal); a failure in any retries the whole job, with a fresh upload URL, since
+Slack forgets an upload never completed. The worker sends the bytes itself: gpubot's files are at most a
+pod's log read (1 MiB), a moment's work for Slack, while a second sender would split the one place where
+pacing and Retry-After are kept.
+
 slack_sdk's own retry handlers must be off (`make_client` does that): with them on, a 429 or connection
 error would be retried twice over, once inside the call and again here.
 
@@ -33,24 +41,29 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackRequestError
 
 from bot.core import backoff, errors
 
 logger = logging.getLogger(__name__)
 
 Block = dict[str, Any]
-Kind = Literal["post", "update", "ephemeral", "dm"]
+Kind = Literal["post", "update", "ephemeral", "dm", "upload"]
 Lane = tuple[str, ...]
 BucketKey = tuple[str, str]
 
 POST_MESSAGE = "chat.postMessage"
+UPLOAD = "files.getUploadURLExternal"
 TIER_PER_MINUTE: Mapping[str, int] = {
     "chat.update": 50,
     "chat.postEphemeral": 100,
     "conversations.open": 50,
+    UPLOAD: 100,
 }
-"""Slack's documented floors (Tier 3 = 50+/min, Tier 4 = 100+/min) per method per workspace."""
+"""Slack's documented floors (Tier 3 = 50+/min, Tier 4 = 100+/min) per method per workspace. An upload's
+budget is files.getUploadURLExternal's, Tier 4 (docs.slack.dev/reference/methods/files.getUploadURLExternal);
+files.completeUploadExternal is Tier 4 too (…/files.completeUploadExternal) and is called exactly once per
+upload, so the one bucket paces both."""
 NOT_FOUND_ERRORS = frozenset({"message_not_found", "user_not_found", "thread_not_found"})
 UNREACHABLE_ERRORS: Mapping[str, errors.Why] = {
     "not_in_channel": "not-member",
@@ -259,6 +272,16 @@ class SlackOutbox:
         job = self._enqueue("dm", ("dm", user), {**_message("", text, blocks, None), "user": user}, result)
         return self._wait(job, result, timeout, f"Slack DM to {user}")
 
+    def upload(
+        self, user: str, filename: str, content: str, *, comment: str, timeout: float | None = None
+    ) -> str:
+        """A text file in `user`'s DM, with `comment` (mrkdwn) as its message, in order after the user's
+        queued DMs and waited for as `post` waits; returns the file's id."""
+        result: Future[str] = Future()
+        args = {"user": user, "filename": filename, "title": filename, "content": content, "comment": comment}
+        job = self._enqueue("upload", ("dm", user), args, result)
+        return self._wait(job, result, timeout, f"Slack file to {user}")
+
     # -- watching and stopping ------------------------------------------------------------------
     @property
     def settings(self) -> OutboxSettings:
@@ -392,11 +415,33 @@ class SlackOutbox:
             return str(self._client.chat_postEphemeral(**job.args)["message_ts"])
         if job.kind == "dm":
             return self._send_dm(job)
+        if job.kind == "upload":
+            return self._send_upload(job)
         return str(self._client.chat_postMessage(**job.args)["ts"])
 
     def _send_dm(self, job: Job) -> str:
         args = dict(job.args)
-        user = args.pop("user")
+        args["channel"] = self._dm_channel(args.pop("user"), then=POST_MESSAGE)
+        return str(self._client.chat_postMessage(**args)["ts"])
+
+    def _send_upload(self, job: Job) -> str:
+        args = job.args
+        channel = self._dm_channel(str(args["user"]), then=UPLOAD)
+        try:
+            answer = self._client.files_upload_v2(
+                channel=channel,
+                content=args["content"],
+                filename=args["filename"],
+                title=args["title"],
+                initial_comment=args["comment"],
+            )
+        except SlackRequestError as err:  # the upload URL answered other than 200: try again, afresh
+            raise errors.Unavailable(f"Slack refused the file's bytes: {err}") from err
+        return str(answer["file"]["id"])
+
+    def _dm_channel(self, user: str, *, then: str) -> str:
+        """The user's DM channel: opened once with conversations.open, then remembered. A job that opens it
+        was picked on conversations.open's budget, and pays `then`'s (the method that follows) as well."""
         channel = self._dm_channels.get(user)
         if channel is None:
             opened = self._client.conversations_open(users=user)
@@ -404,10 +449,8 @@ class SlackOutbox:
             with self._cond:
                 self._dm_channels[user] = channel
                 self._counts["sent"] += 1
-                # the pick paid for conversations.open; the message pays its channel's pace too
-                self._bucket(POST_MESSAGE, channel).take(self._clock())
-        args["channel"] = channel
-        return str(self._client.chat_postMessage(**args)["ts"])
+                self._bucket(then, channel if then == POST_MESSAGE else "").take(self._clock())
+        return channel
 
     def _on_failure(self, job: Job, err: errors.GpubotError) -> None:
         with self._cond:
@@ -453,9 +496,11 @@ class SlackOutbox:
             return ("chat.update", "")
         if job.kind == "ephemeral":
             return ("chat.postEphemeral", "")
-        if job.kind == "dm":
+        if job.kind in ("dm", "upload"):
             channel = self._dm_channels.get(str(job.args["user"]))
-            return (POST_MESSAGE, channel) if channel else ("conversations.open", "")
+            if not channel:
+                return ("conversations.open", "")
+            return (POST_MESSAGE, channel) if job.kind == "dm" else (UPLOAD, "")
         return (POST_MESSAGE, str(job.args["channel"]))
 
     def _bucket(self, method: str, channel: str) -> Bucket:

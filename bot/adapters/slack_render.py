@@ -6,6 +6,7 @@ fitted into Block Kit's limits here, so no notice, however long, makes Slack ans
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -85,11 +86,11 @@ CODE_FENCE = "```"
 def code_block(lines: tuple[str, ...], limit: int = SECTION_TEXT_MAX) -> str:
     """The last lines that fit in `limit` characters between fences, escaped; a fence inside the output is
     broken with a zero-width space so it cannot end the block early. A lone line too long keeps its end."""
-    room = limit - 2 * len(CODE_FENCE) - 2
+    room = _code_room(limit)
     kept: list[str] = []
     used = 0
     for line in reversed(lines):
-        shown = escape(line).replace(CODE_FENCE, "`\u200b``") or " "
+        shown = _code_line(line)
         if used + len(shown) + 1 > room:
             if not kept:
                 kept.append("…" + shown[-(room - 1) :])
@@ -97,6 +98,20 @@ def code_block(lines: tuple[str, ...], limit: int = SECTION_TEXT_MAX) -> str:
         kept.append(shown)
         used += len(shown) + 1
     return CODE_FENCE + "\n" + "\n".join(reversed(kept)) + "\n" + CODE_FENCE
+
+
+def code_block_fits(lines: Sequence[str], limit: int = SECTION_TEXT_MAX) -> bool:
+    """Whether `code_block` shows every one of these lines, whole: what `/gpu logs` asks before deciding
+    that the answer needs a file."""
+    return sum(len(_code_line(line)) + 1 for line in lines) <= _code_room(limit)
+
+
+def _code_room(limit: int) -> int:
+    return limit - 2 * len(CODE_FENCE) - 2
+
+
+def _code_line(line: str) -> str:
+    return escape(line).replace(CODE_FENCE, "`\u200b``") or " "
 
 
 def render_thread_status(status: notices.ThreadStatus) -> Rendered:

@@ -583,6 +583,7 @@ HELP: dict[str, str] = {
     "logs": (
         "Your workload's output, only to you: its last 50 lines, or `--tail N` of them.\n"
         "  NAME     which workload (default: your latest)\n"
+        f"  N        up to {MAX_LOG_LINES:,}; more than a screen comes whole as a file in your DMs\n"
         "The owner and admins may read a workload's output.\n"
         "Example: `/gpu logs my-training --tail 200`"
     ),

@@ -45,8 +45,9 @@ class Cluster(Protocol):
         ...
 
     def read_log(self, namespace: str, name: str, *, tail_lines: int, previous: bool = False) -> str:
-        """The pod's output, its last `tail_lines` lines; with `previous`, the last instance's before a
-        restart. Raises Invalid while the container has not started (the API server's words say why)."""
+        """The pod's output, its last `tail_lines` lines (fewer, still the newest, where those would pass the
+        adapter's byte cap); with `previous`, the last instance's before a restart. Raises Invalid while the
+        container has not started (the API server's words say why)."""
         ...
 
     def list_workloads(self, owner: str | None = None) -> list[workloads.Workload]:

@@ -1,8 +1,8 @@
 """Services: the port through which services speak to people, in core notices; the composition root renders.
 
-Kept to six verbs so any chat (the Slack outbox, a test fake) can stand behind it. The two that wait
-(`post`, `post_dm`) raise `errors.Unreachable` when the destination refuses us for good (the bot not in
-the channel, the channel archived or gone), so a caller can reach the person another way.
+Kept to seven verbs so any chat (the Slack outbox, a test fake) can stand behind it. The three that wait
+(`post`, `post_dm`, `upload`) raise `errors.Unreachable` when the destination refuses us for good (the bot
+not in the channel, the channel archived or gone), so a caller can reach the person another way.
 """
 
 from __future__ import annotations
@@ -48,4 +48,12 @@ class Chat(Protocol):
 
     def post_dm(self, user: str, notice: notices.Notice, *, timeout: float | None = None) -> str:
         """A direct message to `user`, waited for as `post` waits."""
+        ...
+
+    def upload(
+        self, user: str, filename: str, content: str, *, comment: str, timeout: float | None = None
+    ) -> str:
+        """Share `content` as a text file named `filename` in a direct message to `user`, introduced by
+        `comment` (plain text); waited for as `post` waits, and returns the file's id. Slack refusing it for
+        good raises that refusal (`Invalid`, `Unreachable`…); not sent within `timeout`: `Unavailable`."""
         ...

@@ -5,6 +5,8 @@ joined by `;`, newlines, `&&` and `||`. The statements understood are:
 
 - `echo [-n] [-e] ARGS…` and `printf FORMAT ARGS…` (`%s %d %i %b %c %x %o %%`; `\\n \\t \\\\` escapes),
   written to stdout, or to stderr after `>&2` / `1>&2`; output redirected to a file (`> file`) goes nowhere.
+- `seq [-f FORMAT] [-s SEP] [-w] [FIRST [INCR]] LAST`, integers only, for output of any length in a short
+  command (at most `MAX_SEQ_NUMBERS` numbers).
 - `sleep N[smhd]` advances the container's time; `sleep infinity` never returns.
 - `exit [N]`, `true`, `false`, `:`; and `set`, `export`, `cd`, `unset`, `umask` as successful no-ops.
 - Memory growth: `tail /dev/zero` (also `cat /dev/zero | tail`, `tail < /dev/zero`) grows without bound;
@@ -32,6 +34,9 @@ NO_OPS = ("set", "export", "cd", "unset", "umask")
 STRESS = ("stress", "stress-ng")
 STRESS_DEFAULT_BYTES = 256 * 1024 * 1024
 """stress's default --vm-bytes (256M)."""
+MAX_SEQ_NUMBERS = 100_000
+"""Where `seq` stops short: the sim keeps every line in memory (a real node rotates a container's log at
+10 MiB, so even there the oldest lines of a long run are gone)."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,12 @@ class _Run:
         name = _program(argv[0]) if argv else ""
         if name in ("echo", "printf"):
             self.write(command, echo(argv[1:]) if name == "echo" else printf(argv[1:]))
+        elif name == "seq":
+            try:
+                self.write(command, seq(argv[1:]))
+            except ValueError as err:  # seq's own complaint, on stderr whatever the redirects
+                self.chunks.append(Chunk(self.t, STDERR, f"seq: {err}\n"))
+                self.status = 1
         elif name == "sleep":
             seconds = duration(argv[1] if len(argv) > 1 else "")
             if seconds is None:
@@ -241,6 +252,63 @@ def printf(args: list[str]) -> str:
         rest = rest[used:]
         out.append(_format_once(fmt, rest))
     return "".join(out)
+
+
+_SEQ_FORMAT = re.compile(r"%[-+ 0#]*\d*(?:\.\d+)?[eEfFgG]")
+
+
+def seq(args: list[str]) -> str:
+    """GNU seq over integers: FIRST (1) to LAST by INCR (1); `-f` a printf float format such as
+    `'step %g'`, `-s` the separator (a newline still ends the output), `-w` pads with zeros to one width.
+    ValueError carries seq's message for what it refuses."""
+    fmt, sep, equal, operands = "", "\n", False, []
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg[:1].isdigit() or arg[:1] == "+" or (arg.startswith("-") and arg[1:2].isdigit()):
+            operands.append(arg)
+        elif arg in ("-f", "--format", "-s", "--separator"):
+            if not rest:
+                raise ValueError(f"option requires an argument -- '{arg.lstrip('-')[0]}'")
+            value = rest.pop(0)
+            fmt, sep = (value, sep) if arg in ("-f", "--format") else (fmt, value)
+        elif arg.startswith(("-f", "--format=")):
+            fmt = arg.removeprefix("--format=") if arg.startswith("--") else arg[2:]
+        elif arg.startswith(("-s", "--separator=")):
+            sep = arg.removeprefix("--separator=") if arg.startswith("--") else arg[2:]
+        elif arg in ("-w", "--equal-width"):
+            equal = True
+        elif arg.startswith("-") and arg != "-":
+            raise ValueError(f"invalid option -- '{arg[1:2]}'")
+        else:
+            operands.append(arg)
+    numbers = _seq_numbers(operands)
+    if fmt and len(_SEQ_FORMAT.findall(fmt.replace("%%", ""))) != 1:
+        raise ValueError(
+            f"format '{fmt}' has no % directive" if "%" not in fmt else f"invalid format '{fmt}'"
+        )
+    width = max((len(str(n)) for n in numbers), default=0) if equal else 0
+    shown = (fmt % float(n) if fmt else str(n).zfill(width) for n in numbers)
+    return sep.join(shown) + ("\n" if numbers else "")
+
+
+def _seq_numbers(operands: list[str]) -> range:
+    if not operands:
+        raise ValueError("missing operand")
+    if len(operands) > 3:
+        raise ValueError(f"extra operand '{operands[3]}'")
+    values: list[int] = []
+    for operand in operands:
+        if not re.fullmatch(r"[+-]?\d+", operand):
+            raise ValueError(f"invalid floating point argument: '{operand}' (the sim reads integers only)")
+        values.append(int(operand))
+    first, incr, last = (1, 1, values[0]) if len(values) == 1 else (values[0], 1, values[-1])
+    if len(values) == 3:
+        incr = values[1]
+    if incr == 0:
+        raise ValueError(f"invalid Zero increment value: '{operands[1]}'")
+    numbers = range(first, last + (1 if incr > 0 else -1), incr)
+    return numbers[:MAX_SEQ_NUMBERS]
 
 
 def _format_once(fmt: str, args: list[str]) -> str:

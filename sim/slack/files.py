@@ -19,7 +19,16 @@ import uuid
 from typing import Any
 
 from sim.slack.transcript import Json, Message, Share, StoredFile, Workspace
-from sim.slack.webapi import Context, Method, Params, SlackError, blocks_param, text_param, thread_param
+from sim.slack.webapi import (
+    Context,
+    Method,
+    Params,
+    SlackError,
+    blocks_param,
+    text_param,
+    thread_param,
+    writable,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -240,9 +249,11 @@ def _uploaded(ws: Workspace, file_id: str) -> StoredFile:
 
 def _destinations(ctx: Context, params: Params) -> list[str]:
     """`channel_id` plus `channels` (channel ids, or user ids meaning their DMs), checked before anything
-    is shared: invalid_channel ("Channel could not be found or channel specified is invalid"), and
+    is shared, by chat.postMessage's own check (`webapi.writable`): invalid_channel ("Channel could not be
+    found or channel specified is invalid") for an unknown, deleted or invisible private channel, and
     not_in_channel where the bot has not joined (what completeUploadExternal answers then, e.g.
-    getnao/nao#1372; the docs' table lists only the generic no_permission)."""
+    getnao/nao#1372; the docs' table lists only the generic no_permission). An archived channel answers
+    is_archived as chat.postMessage does: the emulator's choice, the files pages name no error for it."""
     ws = ctx.workspace
     refs: list[str] = []
     channel_id = text_param(params, "channel_id")
@@ -256,12 +267,11 @@ def _destinations(ctx: Context, params: Params) -> list[str]:
         channel = ws.channels.get(ref)
         if channel is None and ref in ws.users and not ws.users[ref].is_bot:
             channel = ws.open_dm(ref)
-        if channel is None:
-            raise SlackError("invalid_channel")
-        if not channel.bot_member:
-            raise SlackError("not_in_channel")
-        if channel.id not in found:
-            found.append(channel.id)
+        channel_id = writable(
+            None if channel is None or channel.deleted else channel, unknown="invalid_channel"
+        )
+        if channel_id not in found:
+            found.append(channel_id)
     return found
 
 

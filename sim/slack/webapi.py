@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim.slack import blockkit, schema
-from sim.slack.transcript import Ephemeral, Json, Message, Workspace
+from sim.slack.transcript import Channel, Ephemeral, Json, Message, Workspace
 
 MAX_TEXT = 40_000
 
@@ -152,9 +152,15 @@ def writable_channel(ctx: Context, params: Params) -> str:
     method references list them (docs.slack.dev/reference/methods/chat.postMessage, …/chat.postEphemeral).
     A private channel the bot is not in is invisible to it, so `channel_not_found` there too (what
     troubleshooting guides report, e.g. bundle.social/slack-api/errors; the references do not say)."""
-    channel = ctx.workspace.channels[channel_param(ctx, params)]
-    if channel.private and not channel.bot_member:
-        raise SlackError("channel_not_found")
+    return writable(ctx.workspace.resolve_channel(text_param(params, "channel")))
+
+
+def writable(channel: Channel | None, *, unknown: str = "channel_not_found") -> str:
+    """The one membership check of every method that posts (chat.*, files.completeUploadExternal): the
+    channel's id, or Slack's refusal. `unknown` names the answer for a channel the API does not know (none,
+    deleted, or private without the bot), which differs between methods."""
+    if channel is None or (channel.private and not channel.bot_member):
+        raise SlackError(unknown)
     if channel.archived:
         raise SlackError("is_archived")
     if not channel.bot_member:

@@ -23,6 +23,7 @@ SCOPE_OF_METHOD = {
     "chat_postEphemeral": "chat:write",
     "chat_delete": "chat:write",
     "conversations_open": "im:write",
+    "files_upload_v2": "files:write",
     "users_info": "users:read",
     "auth_test": None,
 }

@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from bot.adapters import kube
 from bot.core import errors, labels, lifecycle, models, podspec, ports, workloads
 from sim.cluster import world
+from tests.sim import test_scenarios as scenarios
 
 NAMESPACE = "default"
 GPU_PROFILE = models.GpuProfile(
@@ -468,3 +470,27 @@ def test_annotate_pod_with_a_stale_version_conflicts(
         cluster.annotate_pod(NAMESPACE, name, {"example.com/a": "2"}, resource_version=read.resource_version)
     with pytest.raises(errors.NotFound, match='pods "missing" not found'):
         cluster.annotate_pod(NAMESPACE, "missing", {"example.com/a": "1"})
+
+
+def test_read_log_gives_the_newest_lines_when_the_tail_asked_passes_the_byte_cap(
+    sim: world.BackgroundWorld, core: client.CoreV1Api, cluster: kube.KubeCluster
+) -> None:
+    """The kubelet cuts `limitBytes` from the start of the tail, so one read of 6,000 lines of 200 bytes
+    (1.2 MB) would end inside line 5,323; the adapter asks again for fewer, and its answer ends at the end."""
+    wide = "x" * 190
+    command = ["seq", "-f", f"%05g {wide}", "6000"]
+    core.create_namespaced_pod(NAMESPACE, scenarios.pod("wide", command=command, restart="Never"))
+    scenarios.advance_until(
+        sim, lambda: core.read_namespaced_pod("wide", NAMESPACE).status.phase == "Succeeded", limit=30, step=1
+    )
+    cut = core.read_namespaced_pod_log("wide", NAMESPACE, tail_lines=6000, limit_bytes=kube.LOG_LIMIT_BYTES)
+    assert not cut.endswith(f"06000 {wide}\n"), "the API server keeps the oldest of the tail"
+
+    output = cluster.read_log(NAMESPACE, "wide", tail_lines=6000)
+    lines = output.splitlines()
+    assert len(output.encode()) < kube.LOG_LIMIT_BYTES and output.endswith("\n")
+    assert 4000 < len(lines) < 5300
+    assert lines == [f"{n:05d} {wide}" for n in range(6001 - len(lines), 6001)]
+    assert cluster.read_log(NAMESPACE, "wide", tail_lines=3) == "".join(
+        f"{n:05d} {wide}\n" for n in (5998, 5999, 6000)
+    ), "under the cap, one read"

@@ -183,6 +183,49 @@ def test_ephemerals_and_dms_land(slack: BackgroundSlack, outbox: slack_outbox.Sl
     assert len(slack.calls("conversations.open")) == 1
 
 
+def test_a_file_follows_the_users_queued_dms_in_their_dm_and_survives_faults(
+    slack: BackgroundSlack, outbox: slack_outbox.SlackOutbox
+) -> None:
+    slack.set_rate_limits(enabled=False)
+    slack.set_faults(
+        FaultConfig(
+            rate=0.5,
+            seed=3,
+            statuses=(429, 503),
+            methods=frozenset({"files.getUploadURLExternal", "files.completeUploadExternal"}),
+        )
+    )
+    content = "".join(f"line {n}\n" for n in range(2000))
+    outbox.dm("U_BOB", "your run finished")
+    file_id = outbox.upload("U_BOB", "train-1.log", content, comment="The output of `train-1`")
+    assert slack.file_content(file_id) == content.encode()
+    dm = next(c for c in slack.transcript()["channels"] if c["is_im"] and c["user"] == "U_BOB")
+    assert [(m["text"], [f["id"] for f in m.get("files", [])]) for m in dm["messages"]] == [
+        ("your run finished", []),
+        ("The output of `train-1`", [file_id]),
+    ]
+    assert len(slack.calls("conversations.open")) == 1, "the file reuses the DM the message opened"
+    completed = [c.status for c in slack.calls("files.completeUploadExternal")]
+    assert completed.count(200) == 1 and outbox.counters().failed == 0
+    assert {c.status for c in slack.calls() if c.method.startswith("files.")} == {200, 429, 503}
+    assert outbox.counters().retried == failed_calls(slack)
+
+
+def test_a_file_slack_refuses_for_good_reaches_the_uploader(slack: BackgroundSlack) -> None:
+    restricted = SlackConfig(max_file_bytes=100)
+    with BackgroundSlack(restricted) as small:
+        outbox = open_outbox(small)
+        try:
+            with pytest.raises(errors.Invalid, match="file_upload_size_restricted"):
+                outbox.upload("U_ALICE", "big.log", "x" * 101, comment="too big")
+            with pytest.raises(errors.NotFound):
+                outbox.upload("U_NOBODY", "a.log", "hi", comment="nobody reads this")
+            assert small.file_content(outbox.upload("U_ALICE", "small.log", "fits", comment="ok")) == b"fits"
+        finally:
+            outbox.stop(timeout=5)
+        assert outbox.counters().failed == 2
+
+
 @pytest.mark.parametrize(
     ("channel", "error"),
     [("C_NOPE", errors.Unreachable), ("C_GPU", errors.Invalid)],

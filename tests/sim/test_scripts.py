@@ -31,6 +31,14 @@ def script(text: str) -> scripts.Program:
         ("echo quiet > /dev/null; echo loud 2>/dev/null", [(0, "stdout", "loud\n")]),
         ("printf '%s=%d\\n' a 1 b 2", [(0, "stdout", "a=1\nb=2\n")]),
         ("printf '%5s|%-3d|%%\\n' x 7", [(0, "stdout", "    x|7  |%\n")]),
+        ("seq 3", [(0, "stdout", "1\n2\n3\n")]),
+        ("seq -w 8 10; seq 5 -2 1", [(0, "stdout", "08\n09\n10\n"), (0, "stdout", "5\n3\n1\n")]),
+        ("seq -f 'step %g: ok' -s ' | ' 2", [(0, "stdout", "step 1: ok | step 2: ok\n")]),
+        ("seq 5 1", []),
+        (
+            "seq 1.5 >&2",
+            [(0, "stderr", "seq: invalid floating point argument: '1.5' (the sim reads integers only)\n")],
+        ),
         ("echo $HOME", [(0, "stdout", "$HOME\n")]),
         ("echo a # a comment\necho b", [(0, "stdout", "a\n"), (0, "stdout", "b\n")]),
         (
@@ -41,6 +49,14 @@ def script(text: str) -> scripts.Program:
 )
 def test_output_and_its_timing(text: str, chunks: list[tuple[float, str, str]]) -> None:
     assert script(text).chunks == tuple(Chunk(at, stream, out) for at, stream, out in chunks)
+
+
+def test_seq_prints_long_output_from_a_short_command_up_to_its_cap() -> None:
+    (chunk,) = program(["seq", "5000"]).chunks
+    assert chunk.text.splitlines() == [str(n) for n in range(1, 5001)]
+    (capped,) = script(f"seq {scripts.MAX_SEQ_NUMBERS * 2}").chunks
+    assert capped.text.count("\n") == scripts.MAX_SEQ_NUMBERS
+    assert script("seq x || echo refused").chunks[-1].text == "refused\n", "a refusal is status 1"
 
 
 @pytest.mark.parametrize(

@@ -260,6 +260,28 @@ def test_complete_refuses_where_the_bot_cannot_post(
     client.files_completeUploadExternal(files=files, channel_id="C_GPU")  # the ticket is still usable
 
 
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"archived": True}, "is_archived"),
+        ({"deleted": True}, "invalid_channel"),
+        ({"bot_member": False, "private": True}, "invalid_channel"),
+        ({"bot_member": False}, "not_in_channel"),
+    ],
+)
+def test_complete_checks_the_channel_as_chat_post_message_does(
+    slack: BackgroundSlack, client: WebClient, change: dict[str, bool], error: str
+) -> None:
+    ticket = client.files_getUploadURLExternal(filename="a.txt", length=2)
+    post(ticket["upload_url"], b"hi")
+    slack.change_channel("C_GPU", **change)
+    files = [{"id": ticket["file_id"], "title": "x"}]
+    assert api_error(lambda: client.files_completeUploadExternal(files=files, channel_id="C_GPU")) == error
+    posted = error if error != "invalid_channel" else "channel_not_found"
+    assert api_error(lambda: client.chat_postMessage(channel="C_GPU", text="hi")) == posted
+    assert not slack.messages("C_GPU")
+
+
 def test_files_upload_v2_into_an_uninvited_channel(client: WebClient) -> None:
     error = api_error(lambda: client.files_upload_v2(channel="C_SECRET", content="hi", filename="a.txt"))
     assert error == "not_in_channel"

@@ -203,6 +203,22 @@ def test_a_fence_in_the_output_cannot_end_the_block_and_a_huge_line_keeps_its_en
     assert len(huge) <= slack_render.SECTION_TEXT_MAX and huge.endswith("END\n```")
 
 
+def test_code_block_fits_says_whether_every_line_is_shown_whole() -> None:
+    def shown(lines: tuple[str, ...]) -> int:
+        return slack_render.code_block(lines).count("\n") - 1
+
+    short = tuple(str(n) for n in range(400))
+    assert slack_render.code_block_fits(short) and shown(short) == 400
+    escaped = tuple("<" * 25 for _ in range(40))  # 1,000 characters typed, 4,000 once escaped
+    assert not slack_render.code_block_fits(escaped) and shown(escaped) < 40
+    for width in range(1, 400, 7):
+        lines = ("y" * width,) * (2992 // (width + 1))
+        assert slack_render.code_block_fits(lines) == (shown(lines) == len(lines))
+        more = (*lines, "y" * width)
+        assert not slack_render.code_block_fits(more) and shown(more) < len(more)
+    assert not slack_render.code_block_fits(("x" * 3000,)), "a lone line shown only by its end"
+
+
 def test_the_logs_button_comes_with_its_action_id() -> None:
     status = notices.ThreadStatus(
         "ml", "train-1", "U_ALICE", "img", 1, "t4", "Failed", buttons=notices.Buttons(logs=True)

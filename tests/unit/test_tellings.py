@@ -55,6 +55,11 @@ class FakeChat:
         self.dms.append((user, notice))
         return "3.5"
 
+    def upload(
+        self, user: str, filename: str, content: str, *, comment: str, timeout: float | None = None
+    ) -> str:
+        raise AssertionError("a telling sends no file")
+
 
 @dataclass
 class Counted:
