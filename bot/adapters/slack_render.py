@@ -7,7 +7,7 @@ fitted into Block Kit's limits here, so no notice, however long, makes Slack ans
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from bot.core import notices
@@ -25,13 +25,6 @@ SECTION_TEXT_MAX = 3000
 FALLBACK_TEXT_MAX = 4000
 """Slack truncates longer top-level text and calls 4,000 the sensible ceiling for notifications."""
 BUTTON_VALUE_MAX = 2000
-
-STEP_ICONS = {
-    notices.StepState.DONE: ":white_check_mark:",
-    notices.StepState.CURRENT: ":hourglass_flowing_sand:",
-    notices.StepState.PENDING: ":white_circle:",
-}
-
 
 class Rendered(NamedTuple):
     text: str
@@ -122,23 +115,23 @@ def _code_line(line: str) -> str:
 
 
 def render_thread_status(status: notices.ThreadStatus) -> Rendered:
+    """Five lines on a phone: the state now, what it is, what happened to it, the lease, the buttons."""
     owner = f" · <@{status.owner}>" if status.owner else ""
     summary = (
         f"*{escape(status.headline)}*\n`{escape(status.workload)}`{owner}"
         f" · {escape(notices.format_gpus(status.gpus, status.profile))} · `{escape(status.image)}`"
     )
     blocks = [section(summary, block_id="gpubot_summary")]
-    if status.steps:
-        blocks.append(section("\n".join(step_line(step) for step in status.steps), block_id="gpubot_steps"))
-    if status.note:
-        blocks.append(context([escape(status.note)], block_id="gpubot_note"))
+    if status.timeline:
+        blocks.append(context([escape(" · ".join(status.timeline))], block_id="gpubot_timeline"))
     if status.problem is not None:
         problem = f":warning: *{escape(status.problem.summary)}*\n{escape(status.problem.fix)}"
         blocks.append(section(problem, block_id="gpubot_problem"))
-    if status.outcome:
-        blocks.append(section(f":checkered_flag: {escape(status.outcome)}", block_id="gpubot_outcome"))
+    facts = [escape(fact) for fact in (status.ending, status.note) if fact]
     if status.lease_end is not None:
-        blocks.append(context([f"lease ends {date_token(status.lease_end)}"], block_id="gpubot_lease"))
+        facts.append(f"lease ends {date_token(status.lease_end)}")
+    if facts:
+        blocks.append(context(facts, block_id="gpubot_facts"))
     if status.buttons.any:
         blocks.append(actions(status))
     return Rendered(fallback(thread_fallback(status)), blocks)
@@ -164,21 +157,14 @@ def thread_fallback(status: notices.ThreadStatus) -> str:
     parts = [f"{status.workload}: {status.headline}"]
     if status.problem is not None:
         parts.append(status.problem.summary)
-    if status.outcome:
-        parts.append(status.outcome)
     return " — ".join(parts)
 
 
 def date_token(moment: datetime) -> str:
     """A time each reader sees in their own zone ("Today at 2:00 PM"), with UTC as the fallback for
     clients that cannot (docs.slack.dev, "Formatting text for app surfaces", "Date formatting")."""
-    fallback = moment.astimezone(UTC).strftime("%a %H:%M UTC")
+    fallback = notices.utc_clock(moment)
     return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
-
-
-def step_line(step: notices.StepLine) -> str:
-    elapsed = f" · {escape(step.elapsed)}" if step.elapsed else ""
-    return f"{STEP_ICONS[step.state]} {escape(step.label)}{elapsed}"
 
 
 def actions(status: notices.ThreadStatus) -> Block:
@@ -238,7 +224,8 @@ def sections(text: str) -> list[Block]:
 
 
 def context(texts: list[str], *, block_id: str = "") -> Block:
-    block: Block = {"type": "context", "elements": [{"type": "mrkdwn", "text": t} for t in texts[:10]]}
+    elements = [{"type": "mrkdwn", "text": clip(t, SECTION_TEXT_MAX)} for t in texts[:10]]
+    block: Block = {"type": "context", "elements": elements}
     if block_id:
         block["block_id"] = block_id
     return block
@@ -261,8 +248,10 @@ def plain(text: str) -> Block:
 
 
 def escape(text: str) -> str:
-    """Slack's three control characters, so core text never turns into links or mentions."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Slack's three control characters, so core text never turns into links or mentions; then each
+    moment in it (`notices.clock_time`) as a date token, shown in the reader's own time zone."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return notices.moments(escaped, date_token)
 
 
 def fallback(text: str) -> str:

@@ -89,6 +89,8 @@ class Progress:
     node: str = ""
     pool: str = ""
     scale_up: str = ""
+    coming: str = ""
+    """The node its scale-up brings, once it appears."""
     problems: tuple[str, ...] = ()
     outcome: Outcome | None = None
     waiting_since: datetime | None = None
@@ -197,9 +199,11 @@ def _on_event(progress: Progress, seen: EventSeen) -> tuple[Progress, list[Miles
 def _on_node(progress: Progress, seen: NodeSeen) -> tuple[Progress, list[Milestone]]:
     if not progress.pool or seen.pool != progress.pool or progress.at(Step.SCALE_UP) is None:
         return progress, []
-    if progress.node and seen.name != progress.node:
-        return progress, []
+    if seen.name != (progress.node or progress.coming or seen.name):
+        return progress, []  # another of the pool's new nodes: this pod waits for its own
     out: list[Milestone] = []
+    if not progress.coming:
+        progress = replace(progress, coming=seen.name)
     progress, step = _reach(progress, Step.PROVISIONING, seen.at, f"node {seen.name} is provisioning")
     out += step
     if seen.ready:

@@ -6,28 +6,13 @@ Time and money arrive here as numbers and leave as the short text a thread shows
 
 from __future__ import annotations
 
-import enum
 import math
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from bot.core import explain
-
-
-class StepState(enum.Enum):
-    DONE = "done"
-    CURRENT = "current"
-    PENDING = "pending"
-
-
-@dataclass(frozen=True)
-class StepLine:
-    """One line of a thread's checklist, e.g. ("node Ready", DONE, "2m10s")."""
-
-    label: str
-    state: StepState
-    elapsed: str = ""
-    """How long the step took (done) or has taken so far (current); empty when unknown or pending."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +31,11 @@ class Buttons:
 
 @dataclass(frozen=True)
 class ThreadStatus:
-    """The one status message at the root of a workload's thread, edited as the workload moves on."""
+    """The one status message at the root of a workload's thread, edited as the workload moves on.
+
+    Compact enough for a phone: where it stands now (the headline), what it is, what has happened to this
+    pod (the timeline), its lease and its buttons. It is edited for news only (`news`): a step inside the
+    same stage reaches the timeline with the next edit, as each edit is a Slack call."""
 
     namespace: str
     name: str
@@ -56,29 +45,27 @@ class ThreadStatus:
     gpus: int
     profile: str
     headline: str
-    """One line saying where things stand, e.g. "Running on gke-gpu-t4-1a2b"."""
-    steps: tuple[StepLine, ...] = ()
+    """Where things stand now, true until the next edit, e.g. "Running on gke-gpu-t4-1a2b"."""
+    timeline: tuple[str, ...] = ()
+    """What has happened to this pod, each with how long after the request, e.g. "node Ready +2m10s"."""
     problem: explain.Problem | None = None
-    outcome: str = ""
-    """Set once the workload is over: "Completed (exit code 0)", "released by <owner>"."""
+    ending: str = ""
+    """Set once the workload is over: what it held and cost, e.g. "held 1 GPU 2m00s: ≈ $0.02"."""
     lease_end: datetime | None = None
     """When the lease runs out; shown in each reader's own time zone. No countdown: a message is only
     edited for news, so one would freeze at its last edit and go on saying "in 3h" for hours."""
     buttons: Buttons = Buttons()
     note: str = ""
-    """A line of context under the steps, e.g. when the node is usually ready."""
+    """A line of context, e.g. when the node is usually ready."""
 
     @property
     def workload(self) -> str:
         """`namespace/name`: what buttons carry back so a click names its workload."""
         return f"{self.namespace}/{self.name}"
 
-    def without_clocks(self) -> ThreadStatus:
-        """The status with its running clock stopped (the current step's timer).
-        Two statuses that differ only in clocks are not worth an edit: each edit is a Slack call, and the
-        next real change brings the clocks up to date."""
-        steps = tuple(replace(s, elapsed="") if s.state is StepState.CURRENT else s for s in self.steps)
-        return replace(self, steps=steps)
+    def news(self) -> ThreadStatus:
+        """What is worth an edit: the status without its timeline and note, which only ride along."""
+        return replace(self, timeline=(), note="")
 
 
 @dataclass(frozen=True)
@@ -132,6 +119,26 @@ class ChannelEpisode:
 
 
 Notice = ThreadStatus | Reply | Reminder | Ephemeral | ChannelEpisode
+
+
+MOMENT = re.compile("\ue000(-?\\d+)\ue001")
+"""A moment inside core text (`clock_time`); private-use marks, which no Slack or cluster text carries."""
+
+
+def clock_time(moment: datetime) -> str:
+    """A moment in a sentence, which the chat shows in each reader's own time zone (Slack's date token);
+    text read anywhere else shows it in UTC (`plain_times`)."""
+    return f"\ue000{int(moment.timestamp())}\ue001"
+
+
+def utc_clock(moment: datetime) -> str:
+    """A moment for readers with no time zone of their own: "Sat 14:05 UTC"."""
+    return moment.astimezone(UTC).strftime("%a %H:%M UTC")
+
+
+def moments(text: str, shown: Callable[[datetime], str] = utc_clock) -> str:
+    """Text with each `clock_time` moment as `shown` gives it (UTC by default)."""
+    return MOMENT.sub(lambda match: shown(datetime.fromtimestamp(int(match[1]), UTC)), text)
 
 
 def format_elapsed(seconds: float) -> str:

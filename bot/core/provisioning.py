@@ -72,8 +72,8 @@ def eta_note(progress: lifecycle.Progress, history: Usual | None) -> str:
         return ""
     typical = notices.format_elapsed(history.median.total_seconds())
     basis = "the last scale-up" if history.count == 1 else f"the median of the last {history.count}"
-    expected = (started + history.median).strftime("%H:%M:%S")
-    return f"ETA {expected} UTC: a GPU node here is usually ready {typical} after the scale-up ({basis})."
+    expected = notices.clock_time(started + history.median)
+    return f"Node likely ready {expected}: usually {typical} after a scale-up here ({basis})."
 
 
 def slow(progress: lifecycle.Progress, history: Usual | None, now: datetime) -> explain.Problem | None:

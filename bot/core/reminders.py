@@ -9,10 +9,6 @@ from bot.core import notices, reaping, starts, workloads
 Act = reaping.Act
 
 
-def clock_time(moment: datetime) -> str:
-    return moment.strftime("%H:%M UTC")
-
-
 def _in(moment: datetime, now: datetime) -> str:
     return notices.format_elapsed((moment - now).total_seconds())
 
@@ -40,14 +36,14 @@ def message(
     key = workload.key
     if act is Act.REMIND:
         text = (
-            f":hourglass_flowing_sand: The lease on {_what(workload)} ends at {clock_time(end)}, "
-            f"in {_in(end, now)}. It will be deleted at {clock_time(deadline)} unless you extend it."
+            f":hourglass_flowing_sand: The lease on {_what(workload)} ends {notices.clock_time(end)}, "
+            f"in {_in(end, now)}. It will be deleted {notices.clock_time(deadline)} unless you extend it."
         )
         return notices.Reminder(text, key, notices.Buttons(extend=True, release=True))
     if act is Act.NUDGE:
         text = (
-            f":alarm_clock: {_in(deadline, now)} left on {_what(workload)}: it is deleted at "
-            f"{clock_time(deadline)}. Extend it now if you still need it."
+            f":alarm_clock: {_in(deadline, now)} left on {_what(workload)}: it is deleted "
+            f"{notices.clock_time(deadline)}. Extend it now if you still need it."
         )
         return notices.Reminder(text, key, notices.Buttons(extend=True, release=True))
     if act is Act.IDLE_WARN:
@@ -55,18 +51,18 @@ def message(
         text = (
             f":zzz: The GPU of {_what(workload)} has been idle for {_duration(policy.idle_window)} "
             f"(under {policy.idle_threshold_percent:g}% use). "
-            f"It will be released at {clock_time(release_at)} unless you keep it."
+            f"It will be released {notices.clock_time(release_at)} unless you keep it."
         )
         return notices.Reminder(text, key, notices.Buttons(keep=True, release=True))
     if act is Act.EXPIRE:
         text = (
-            f":wastebasket: Deleted {_what(workload)} at {clock_time(now)}: its lease ended at "
-            f"{clock_time(end)} and nobody extended it. {rerun(workload)}"
+            f":wastebasket: Deleted {_what(workload)} {notices.clock_time(now)}: its lease ended "
+            f"{notices.clock_time(end)} and nobody extended it. {rerun(workload)}"
         )
     elif act is Act.IDLE_RELEASE:
         idle_for = policy.idle_window + (now - (workload.marks.idle_warned_at or now))
         text = (
-            f":wastebasket: Released {_what(workload)} at {clock_time(now)}: its GPU was idle for "
+            f":wastebasket: Released {_what(workload)} {notices.clock_time(now)}: its GPU was idle for "
             f"{_duration(idle_for)} and nobody kept it. {rerun(workload)}"
         )
     elif act is Act.BROKEN_START:
@@ -74,7 +70,7 @@ def message(
     elif act is Act.CLEAN_FINISHED:
         ended = workload.finished_at or now
         text = (
-            f":broom: Cleaned up the finished pod {_what(workload)}; it ended at {clock_time(ended)}. "
+            f":broom: Cleaned up the finished pod {_what(workload)}; it ended {notices.clock_time(ended)}. "
             f"{rerun(workload)}"
         )
     else:

@@ -147,7 +147,7 @@ class Launcher:
             parsed = commands.parse_gpu_command(accepted.text)
             if now - accepted.accepted_at > pending.TOO_OLD or not isinstance(parsed, models.RunRequest):
                 self._journal.done(accepted)
-                asked = f"`/gpu {accepted.text}` of {accepted.accepted_at.strftime('%H:%M')} UTC"
+                asked = f"`/gpu {accepted.text}` of {notices.clock_time(accepted.accepted_at)}"
                 text = f"Your {asked} was cut short by a restart of gpubot; run it again if you need it."
                 self._chat.ephemeral(accepted.channel, accepted.owner.user_id, notices.Ephemeral(text))
                 continue

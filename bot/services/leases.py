@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from bot.core import errors, labels, models, notices, podspec, ports, reaping, workloads
-from bot.services import chat, launcher, status
+from bot.services import chat, launcher
 
 logger = logging.getLogger(__name__)
 
@@ -70,10 +70,6 @@ def write_audited(
 def actor_phrase(workload: workloads.Workload, actor: str) -> str:
     """Who acted, as a thread says it: "its owner", or "admin U0ADMIN"."""
     return "its owner" if actor == workload.owner_id else f"admin {actor}"
-
-
-def clock_time(moment: datetime) -> str:
-    return f"{moment.strftime('%H:%M')} UTC"
 
 
 class Leases:
@@ -152,7 +148,9 @@ class Leases:
         with contextlib.suppress(errors.NotFound, errors.Conflict):  # gone (maybe a namesake in its place)
             self._cluster.delete_pod(workload.namespace, workload.name, uid=workload.uid)
         launcher.log_audit(entry, workload.key)
-        self._say_in_thread(workload, f"Released by {actor_phrase(workload, actor)}; deleting the pod.")
+        if actor != workload.owner_id:  # the owner hears it: their own release needs no notification
+            text = f"Released by {actor_phrase(workload, actor)}; deleting the pod."
+            self._say_in_thread(workload, text, mention=workload.owner_id)
         return True
 
     # -- /gpu extend -------------------------------------------------------------------------------
@@ -177,12 +175,12 @@ class Leases:
             channel,
             actor,
             f"Extended `{target.name}` by {extension.hours:g}h: "
-            f"the lease now ends {status.lease_text(extension.lease_end, now)}.",
+            f"the lease now ends {notices.clock_time(extension.lease_end)}.",
         )
         self._say_in_thread(
             target,
             f"Extended by {actor_phrase(target, actor)} (+{extension.hours:g}h): "
-            f"the lease now ends {clock_time(extension.lease_end)}.",
+            f"the lease now ends {notices.clock_time(extension.lease_end)}.",
         )
         return extension
 
@@ -249,7 +247,7 @@ class Leases:
             self._tell(channel, actor, f"`{found.name}` is gone already; there is nothing to keep.")
             return None
         launcher.log_audit(entry, found.key)
-        said = f"no idle release before {clock_time(until)}"
+        said = f"no idle release before {notices.clock_time(until)}"
         self._say_in_thread(found, f"Kept by {actor_phrase(found, actor)}: {said}.")
         if channel != found.channel:  # pressed in a DM: the thread is elsewhere, so answer here too
             self._tell(channel, actor, f"Kept `{found.name}`: {said}.")
@@ -291,9 +289,9 @@ class Leases:
         )
         return False
 
-    def _say_in_thread(self, workload: workloads.Workload, text: str) -> None:
+    def _say_in_thread(self, workload: workloads.Workload, text: str, *, mention: str = "") -> None:
         if workload.channel and workload.thread_ts:
-            self._chat.reply(workload.channel, workload.thread_ts, notices.Reply(text))
+            self._chat.reply(workload.channel, workload.thread_ts, notices.Reply(text, mention=mention))
 
     def _tell(self, channel: str, user: str, text: str) -> None:
         self._chat.ephemeral(channel, user, notices.Ephemeral(text))

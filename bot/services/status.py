@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import yaml
@@ -15,20 +15,19 @@ import yaml
 from bot.core import episodes, explain, lifecycle, models, notices, podspec, reaping, workloads
 
 Step = lifecycle.Step
-STEP_LABELS: Mapping[Step, str] = {
-    Step.WAITING: "waiting for a GPU node",
-    Step.SCALE_UP: "scale-up triggered",
-    Step.PROVISIONING: "node provisioning",
+TIMELINE_LABELS: Mapping[Step, str] = {
+    Step.SCALE_UP: "scale-up",
     Step.NODE_READY: "node Ready",
-    Step.GPU_READY: "GPU allocatable",
     Step.SCHEDULED: "scheduled",
-    Step.PULLING: "pulling image",
     Step.RUNNING: "Running",
 }
-"""Checklist labels for steps not reached yet; reached steps show their milestone's own words."""
-NODE_STEPS = frozenset({Step.SCALE_UP, Step.PROVISIONING, Step.NODE_READY, Step.GPU_READY})
-"""The steps of a new node coming up, which only a pod that caused a scale-up goes through."""
+"""The steps a thread's timeline names: the ends of its waits. The others (node provisioning, GPU
+allocatable, pulling) happen within seconds of one of these, or show as the headline while they last."""
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+VERDICT_WAIT = timedelta(seconds=30)
+"""How long a thread holds back the scheduler's "no node fits" for the autoscaler's verdict (a scale-up,
+or why not), which comes within its scan interval (10 s by default: kubernetes/autoscaler,
+cluster-autoscaler/FAQ.md, "What are the parameters to CA?", `scan-interval`): one edit instead of two."""
 
 
 @dataclass(frozen=True)
@@ -40,53 +39,27 @@ class Thread:
     texts: tuple[tuple[Step, str], ...] = ()
     problem: explain.Problem | None = None
     outcome_text: str = ""
+    ending: str = ""
+    """Once it is over: what it held and cost."""
 
     def text(self, step: Step) -> str:
-        return next((t for s, t in self.texts if s == step), STEP_LABELS[step])
+        return next((t for s, t in self.texts if s == step), "")
 
 
 # -- the thread's status message ------------------------------------------------------------------
 
 
-def _step_line(
-    thread: Thread, step: Step, start: datetime, end: datetime | None, now: datetime
-) -> notices.StepLine:
-    """A reached step: done with how long it took, or current with how long it has taken so far."""
-    label = thread.text(step)
-    if step == Step.RUNNING:
-        total = notices.format_elapsed((start - thread.progress.created).total_seconds())
-        return notices.StepLine(label, notices.StepState.DONE, f"{total} after the request")
-    if end is None and thread.progress.outcome is None:
-        return notices.StepLine(
-            label, notices.StepState.CURRENT, notices.format_elapsed((now - start).total_seconds())
-        )
-    elapsed = notices.format_elapsed((end - start).total_seconds()) if end is not None else ""
-    return notices.StepLine(label, notices.StepState.DONE, elapsed)
-
-
-def step_lines(thread: Thread, now: datetime) -> tuple[notices.StepLine, ...]:
-    """Reached steps with how long each took, then the steps still ahead (none once it is over).
-
-    A step skipped between two reached ones (the informers raced: the pod was scheduled before the node
-    update arrived) is implied by the later one, so it shows as done, without a time; but a new node's
-    steps only for a pod whose own scale-up was seen: one placed on a node that was already up, or freed
-    by another's release, never had them.
-    """
-    reached = sorted(thread.progress.reached)
-    ends = [moment for _, moment in reached[1:]] + [None] * bool(reached)
-    lines = []
-    for (step, start), end in zip(reached, ends, strict=True):
-        lines.append(_step_line(thread, step, start, end, now))
-        following = next((s for s, _ in reached if s > step), step)
-        implied = [
-            s for s in Step if step < s < following and (s not in NODE_STEPS or thread.progress.scale_up)
-        ]
-        lines += [notices.StepLine(STEP_LABELS[s], notices.StepState.DONE) for s in implied]
-    current = thread.progress.step
-    if thread.progress.outcome is None:
-        ahead = [s for s in Step if current is None or s > current]
-        lines += [notices.StepLine(STEP_LABELS[s], notices.StepState.PENDING) for s in ahead]
-    return tuple(lines)
+def timeline(progress: lifecycle.Progress) -> tuple[str, ...]:
+    """What has happened to this pod, in order, each with how long after the request."""
+    facts = [f"requested {notices.clock_time(progress.created)}"]
+    for step, at in sorted(progress.reached, key=lambda reached: reached[1]):
+        label = TIMELINE_LABELS.get(step)
+        if label is None:
+            continue
+        if step == Step.SCALE_UP and progress.scale_up:
+            label = f"scale-up {progress.scale_up.split(' of ')[0]}"
+        facts.append(f"{label} +{notices.format_elapsed((at - progress.created).total_seconds())}")
+    return tuple(facts)
 
 
 def sentence(text: str) -> str:
@@ -114,30 +87,38 @@ def deleted_headline(workload: workloads.Workload) -> str:
 
 
 def headline(thread: Thread) -> str:
+    """The stage it is at, in words that stay true until the next stage: a thread is edited per stage."""
     progress = thread.progress
     if progress.outcome is lifecycle.Outcome.DELETED:
         return deleted_headline(thread.workload)
     if progress.outcome is not None:
         return sentence(thread.outcome_text) or "Finished"
-    if progress.step == Step.RUNNING:
-        return f"Running on {progress.node}" if progress.node else "Running"
-    if progress.step is not None:
-        return sentence(thread.text(progress.step))
+    step, node = progress.step, progress.node
+    if step == Step.RUNNING:
+        return f"Running on {node}" if node else "Running"
+    if step in (Step.SCHEDULED, Step.PULLING):
+        return f"Starting on {node}" if node else "Starting"
+    if step in (Step.PROVISIONING, Step.NODE_READY, Step.GPU_READY):
+        coming = f"node {progress.coming}" if progress.coming else "its new node"
+        return f"Waiting for {coming} to come up with its GPU"
+    if step == Step.SCALE_UP:
+        return f"Waiting for a GPU node: {progress.pool} scaling up {progress.scale_up}"
+    if step == Step.WAITING:
+        return sentence(thread.text(step) or "waiting for a GPU node")
     return "Requested: waiting for the scheduler"
 
 
-def lease_clock(lease_end: datetime) -> str:
-    return f"{lease_end.strftime('%H:%M')} UTC"
-
-
-def lease_left(lease_end: datetime, now: datetime) -> str:
-    return notices.format_elapsed((lease_end - now).total_seconds())
-
-
-def lease_text(lease_end: datetime | None, now: datetime) -> str:
-    if lease_end is None:
-        return ""
-    return f"{lease_clock(lease_end)} (in {lease_left(lease_end, now)})"
+def awaiting_verdict(thread: Thread, now: datetime) -> bool:
+    """Only the scheduler has spoken ("no node fits"), and the autoscaler's verdict is due (VERDICT_WAIT)."""
+    progress = thread.progress
+    since = progress.at(Step.WAITING)
+    return (
+        progress.step == Step.WAITING
+        and progress.outcome is None
+        and thread.problem is None
+        and since is not None
+        and now - since < VERDICT_WAIT
+    )
 
 
 def has_output(progress: lifecycle.Progress) -> bool:
@@ -145,8 +126,8 @@ def has_output(progress: lifecycle.Progress) -> bool:
     return not progress.gone and (progress.outcome is not None or progress.at(Step.RUNNING) is not None)
 
 
-def thread_status(thread: Thread, *, now: datetime, note: str = "") -> notices.ThreadStatus:
-    """The edited root message; `now` is the cluster's latest time (step timing)."""
+def thread_status(thread: Thread, *, note: str = "") -> notices.ThreadStatus:
+    """The edited root message; `note` is said while it waits."""
     workload, over, lease = thread.workload, thread.progress.outcome is not None, thread.workload.lease_end
     return notices.ThreadStatus(
         namespace=workload.namespace,
@@ -156,33 +137,33 @@ def thread_status(thread: Thread, *, now: datetime, note: str = "") -> notices.T
         gpus=workload.gpus,
         profile=workload.profile,
         headline=headline(thread),
-        steps=step_lines(thread, now),
+        timeline=timeline(thread.progress),
         problem=None if over else thread.problem,
-        outcome=thread.outcome_text if over else "",
+        ending=thread.ending if over else "",
         lease_end=None if over else lease,
         buttons=notices.Buttons(release=not over, extend=not over, logs=has_output(thread.progress)),
         note="" if over else note,
     )
 
 
-def tells_the_owner(milestone: lifecycle.Milestone) -> bool:
-    """The moments the owner is waiting for, worth a notification: it runs, it is over (not a deletion,
-    which whoever deleted it says)."""
-    if milestone.outcome is not None:
-        return milestone.outcome is not lifecycle.Outcome.DELETED
-    return milestone.step is Step.RUNNING and not milestone.late
-
-
-def milestone_reply(milestone: lifecycle.Milestone) -> notices.Reply | None:
-    """The few moments worth a notification in the thread; other steps only edit the status message."""
+def milestone_reply(milestone: lifecycle.Milestone, thread: Thread) -> notices.Reply | None:
+    """The moments worth a notification; the other steps only reach the status message. The owner is
+    mentioned where it is theirs to hear: it runs, it ended by itself, someone outside gpubot deleted it.
+    A release or reap is said by whoever did it (`leases`, the reaper's tellings)."""
+    owner = thread.workload.owner_id
     if milestone.problem is not None:
         return notices.Reply(f":warning: {milestone.problem.summary}. Fix: {milestone.problem.fix}")
     if milestone.outcome is lifecycle.Outcome.DELETED:
-        return notices.Reply("The pod is gone; its GPU is back in the pool.")
+        if podspec.recorded_delete(thread.workload.audit) is not None:
+            return None
+        text = "Deleted outside gpubot (by someone with cluster access); its GPU is back in the pool."
+        return notices.Reply(text, mention=owner)
     if milestone.outcome is not None:
-        return notices.Reply(sentence(milestone.text))
-    if milestone.step in (Step.SCALE_UP, Step.NODE_READY, Step.RUNNING) and not milestone.late:
-        return notices.Reply(sentence(milestone.text))
+        return notices.Reply(sentence(milestone.text), mention=owner)
+    if milestone.step is Step.RUNNING and not milestone.late:
+        waited = notices.format_elapsed((milestone.at - thread.progress.created).total_seconds())
+        where = f" on {thread.progress.node}" if thread.progress.node else ""
+        return notices.Reply(f"Running{where}, {waited} after the request.", mention=owner)
     return None
 
 

@@ -8,8 +8,8 @@ milestone edits the status message and the key moments also get a short reply.
 With several replicas every one learns, and only the leader speaks: `go_live` when it gains the lease,
 `pause` when it loses it. A new leader also redraws the threads whose pod went in the last minutes: the
 old leader's final edits of them may have died in its outbox, and no pod is left to rebuild them from.
-`tick` (a timer) notices what no watch reports: a node that is late.
-A released workload's thread is followed until its pool is back at zero nodes.
+`tick` (a timer) notices what no watch reports: a node that is late, and a wait whose autoscaler verdict
+never came. What the pool does after a workload is gone (its drain to zero) is the scale channel's to say.
 """
 
 from __future__ import annotations
@@ -43,8 +43,6 @@ MAX_ORPHAN_EVENTS = 50
 """Events that arrive before their pod are kept this long (pods, events each), then the oldest go."""
 NODE_CREATION_SLACK = timedelta(seconds=5)
 """A node counts as this workload's new node only if it appeared after (about) the scale-up it triggered."""
-DRAIN_FOLLOW = timedelta(hours=24)
-"""A released workload's pool is followed this long for its drain to zero, then forgotten."""
 ENDED_REDRAWN = timedelta(minutes=15)
 """Threads whose pod is gone are redrawn by a new leader this long after: longer than a backed-up
 outbox takes to send a thread's last edit (chat.update is paced at 50 a minute)."""
@@ -54,16 +52,6 @@ outbox takes to send a thread's last edit (chat.update is paced at 50 a minute).
 class KnownNode:
     created: datetime | None
     seen: lifecycle.NodeSeen
-
-
-@dataclass(frozen=True)
-class Drain:
-    """A released workload whose thread waits to say its pool is back at zero."""
-
-    pool: str
-    channel: str
-    thread_ts: str
-    released_at: datetime
 
 
 FAILURE_LINES = 20
@@ -103,12 +91,8 @@ class Tracker:
         self._prices = dict(prices or {})
         """Profile name → price per node-hour, for what a finished run cost."""
         self._history: dict[str, provisioning.Usual | None] = {}
-        self._drains: dict[str, Drain] = {}
-        self._emptied_at: dict[str, datetime] = {}
         self._learned: set[str] = set()
         """Workloads whose scale-up duration is recorded already."""
-        """When each pool last lost its last node."""
-        self._released_at: dict[str, datetime] = {}
         self._lock = threading.RLock()
         self._threads: dict[str, status.Thread] = {}
         self._ended: dict[str, tuple[datetime, status.Thread]] = {}
@@ -158,16 +142,15 @@ class Tracker:
             self._shown.clear()
 
     def tick(self) -> None:
-        """Timer work: flag nodes far later than usual, forget drains nobody will see finish."""
+        """Timer work: flag nodes far later than usual; show the waits held for a verdict that never came."""
         with self._lock:
             now = self._now()
             for key, thread in list(self._threads.items()):
                 problem = provisioning.slow(thread.progress, self._usual(thread.progress.pool), now)
                 if problem is not None:
                     self._flag(key, thread, now, problem)
-            for key, drain in list(self._drains.items()):
-                if now - drain.released_at > DRAIN_FOLLOW:
-                    del self._drains[key]
+                elif key not in self._shown:
+                    self._publish(key, thread, [])
 
     # -- informer callbacks ----------------------------------------------------------------------
     def on_pod(self, change: str, pod: Mapping[str, Any]) -> None:
@@ -179,19 +162,13 @@ class Tracker:
             thread = self._threads.get(workload.key)
             if thread is None or (thread.workload.uid and thread.workload.uid != workload.uid):
                 thread = self._adopt(workload)
-            if workload.deletion_requested:
-                self._released_at.setdefault(workload.key, workloads.deletion_requested_at(pod) or seen.at)
             self._apply(workload.key, replace(thread, workload=workload), [seen])
-            if change != ports.DELETED and workload.node and not workload.deletion_requested:
-                self._taken_over(self._threads[workload.key], seen.at)
             if change == ports.DELETED:
                 ended = self._threads.pop(workload.key)
                 self._tell_removed(ended)
-                self._follow_drain(ended)
                 if not self._live:  # a follower: the leader's last edit of it may never arrive
                     self._remember_ended(workload.key, ended)
                 self._shown.pop(workload.key, None)
-                self._released_at.pop(workload.key, None)
                 self._learned.discard(workload.key)
 
     def on_event(self, change: str, event: Mapping[str, Any]) -> None:
@@ -215,9 +192,7 @@ class Tracker:
         with self._lock:
             if change == ports.DELETED:
                 self._bump(workloads.node_time(node) or self._now())
-                gone = self._nodes.pop(name, None)
-                if gone is not None:
-                    self._drained(gone.seen.pool)
+                self._nodes.pop(name, None)
                 return
             at = max(filter(None, (workloads.node_time(node), self._cluster_now)), default=self._clock())
             created = podspec.parse_time(str((node.get("metadata") or {}).get("creationTimestamp", "")))
@@ -298,8 +273,9 @@ class Tracker:
             self._learn_duration(key, thread.progress)
         self._measure(thread.progress, milestones)
         ended = next((m for m in milestones if m.outcome is not None), None)
-        cost = self._settle_cost(thread, ended.at) if ended is not None else ""
-        self._publish(key, thread, milestones, ending=cost)
+        if ended is not None:
+            thread = self._threads[key] = replace(thread, ending=self._settle_cost(thread, ended.at))
+        self._publish(key, thread, milestones)
 
     def _measure(self, progress: lifecycle.Progress, milestones: list[lifecycle.Milestone]) -> None:
         """Only the live (leading) replica counts, and only news: a replay after a restart is not."""
@@ -313,8 +289,8 @@ class Tracker:
 
     # -- cost ----------------------------------------------------------------------------------------
     def _settle_cost(self, thread: status.Thread, ended: datetime) -> str:
-        """A run is over: add what it cost to its owner's spend today, and say it ("" if nothing to say).
-        Only the live (leading) replica counts it, so two replicas never add it twice."""
+        """A run is over: what it held and cost ("" if unknown), added to its owner's spend today by the
+        live (leading) replica only, so two replicas never add it twice."""
         workload = thread.workload
         known = self._nodes.get(thread.progress.node or workload.node)
         cost = costs.run_cost(
@@ -324,9 +300,9 @@ class Tracker:
             node_gpus=known.seen.gpus if known is not None else workload.gpus,
             price_per_node_hour=self._prices.get(workload.profile),
         )
-        if cost is None or not self._live:
+        if cost is None:
             return ""
-        if self._store is not None and cost.dollars is not None:
+        if self._live and self._store is not None and cost.dollars is not None:
             day = ended.strftime("%Y-%m-%d")
             self._store.add_amount(costs.spend_key(workload.owner_id, day), cost.dollars, costs.SPEND_SECONDS)
         return costs.cost_text(cost)
@@ -364,82 +340,31 @@ class Tracker:
         self._store.add_sample(name, took.total_seconds(), keep=provisioning.HISTORY_KEEP)
         self._history[progress.pool] = provisioning.usual(self._store.samples(name))
 
-    # -- drains ----------------------------------------------------------------------------------------
-    def _pool_of(self, thread: status.Thread) -> str:
-        known = self._nodes.get(thread.progress.node or thread.workload.node)
-        return known.seen.pool if known is not None else thread.progress.pool
-
-    def _taken_over(self, thread: status.Thread, at: datetime) -> None:
-        """Another workload placed in a pool after a release there: the pool's nodes now work for it, so
-        its eventual drain says nothing about that release, and the released threads stop waiting for it."""
-        pool = self._pool_of(thread)
-        for key, drain in list(self._drains.items()):
-            if drain.pool == pool and key != thread.workload.key and drain.released_at <= at:
-                del self._drains[key]
-
-    def _follow_drain(self, thread: status.Thread) -> None:
-        """A released (or reaped) workload: once its pool has no nodes, its thread says so, unless another
-        workload takes the pool's nodes first. Nothing to say if it never had a node coming (no node, no
-        scale-up), nor for a run that finished by itself: its thread has told its end already."""
-        workload, pool = thread.workload, self._pool_of(thread)
-        if not pool or not workload.channel or not workload.thread_ts:
-            return
-        if thread.progress.outcome is not lifecycle.Outcome.DELETED:
-            return
-        released = self._released_at.get(workload.key) or self._now()
-        drain = Drain(pool, workload.channel, workload.thread_ts, released)
-        emptied = self._emptied_at.get(pool)
-        if not self._pool_nodes(pool) and emptied is not None and emptied >= released:
-            self._say_drained(drain, emptied)  # the node informer was quicker than the pod informer
-        elif self._pool_nodes(pool) or thread.progress.at(lifecycle.Step.SCALE_UP) is not None:
-            self._drains[workload.key] = drain
-
-    def _pool_nodes(self, pool: str) -> list[str]:
-        return [name for name, known in self._nodes.items() if known.seen.pool == pool]
-
-    def _drained(self, pool: str) -> None:
-        if self._pool_nodes(pool):
-            return
-        now = self._now()
-        self._emptied_at[pool] = now
-        for key, drain in list(self._drains.items()):
-            if drain.pool == pool:
-                del self._drains[key]
-                self._say_drained(drain, now)
-
-    def _say_drained(self, drain: Drain, at: datetime) -> None:
-        if self._live:
-            after = notices.format_elapsed((at - drain.released_at).total_seconds())
-            text = f"Pool {drain.pool} drained to 0 nodes, {after} after release: no GPU node is billed now."
-            self._chat.reply(drain.channel, drain.thread_ts, notices.Reply(text))
-
     # -- telling -----------------------------------------------------------------------------------
-    def _publish(
-        self, key: str, thread: status.Thread, milestones: list[lifecycle.Milestone], *, ending: str = ""
-    ) -> None:
-        """Edit the status message if more than its clocks moved, and reply at the moments worth one;
-        `ending` (what the run cost) joins the reply that says it is over, one message rather than two."""
+    def _publish(self, key: str, thread: status.Thread, milestones: list[lifecycle.Milestone]) -> None:
+        """Edit the status message when its news changed (not for a step within a stage, nor while the
+        autoscaler's verdict is due), and reply at the moments worth a notification; a finished run's
+        reply carries what it cost."""
         workload = thread.workload
         if not self._live or not workload.thread_ts or not workload.channel:
             return
         note = provisioning.eta_note(thread.progress, self._usual(thread.progress.pool))
-        shown = status.thread_status(thread, now=self._cluster_now or self._clock(), note=note)
+        shown = status.thread_status(thread, note=note)
         before = self._shown.get(key)
-        if before is None or before.without_clocks() != shown.without_clocks():
+        held = before is None and status.awaiting_verdict(thread, self._now())
+        if not held and (before is None or before.news() != shown.news()):
             self._chat.update(workload.channel, workload.thread_ts, shown)
             self._shown[key] = shown
         for milestone in milestones:
-            reply = status.milestone_reply(milestone)
+            reply = status.milestone_reply(milestone, thread)
             if reply is None:
                 continue
-            if milestone.outcome is not None and ending:
-                reply, ending = replace(reply, text=f"{full_stop(reply.text)} {ending}"), ""
+            if milestone.outcome is not None and thread.ending:
+                reply = replace(reply, text=f"{full_stop(reply.text)} {thread.ending}")
             output = self._last_lines(workload) if milestone.outcome is lifecycle.Outcome.FAILED else ()
             if output:
                 more = f"Its last lines are below; `/gpu logs {workload.name}` shows more."
                 reply = replace(reply, text=f"{full_stop(reply.text)} {more}", output=output)
-            if status.tells_the_owner(milestone):
-                reply = replace(reply, mention=workload.owner_id)
             self._chat.reply(workload.channel, workload.thread_ts, reply)
 
     def _last_lines(self, workload: workloads.Workload) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core import lifecycle, provisioning
+from bot.core import lifecycle, notices, provisioning
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 Step = lifecycle.Step
@@ -39,9 +39,8 @@ def test_overdue_after_needs_both_twice_the_norm_and_a_margin(samples: list[floa
 
 def test_the_eta_is_an_absolute_time_while_the_node_comes() -> None:
     note = provisioning.eta_note(SCALING, provisioning.usual([120, 100, 140]))
-    assert note == (
-        "ETA 09:02:10 UTC: a GPU node here is usually ready 2m00s after the scale-up"
-        " (the median of the last 3)."
+    assert notices.moments(note) == (
+        "Node likely ready Sun 09:02 UTC: usually 2m00s after a scale-up here (the median of the last 3)."
     )
     assert "the last scale-up" in provisioning.eta_note(SCALING, provisioning.usual([60]))
 

@@ -32,14 +32,16 @@ Act = reaping.Act
 def test_the_reminder_and_the_nudge_name_the_deadline_and_offer_extend() -> None:
     remind = reminders.message(Act.REMIND, WORKLOAD, END - timedelta(minutes=15), POLICY)
     assert remind == notices.Reminder(
-        ":hourglass_flowing_sand: The lease on `gpu-u-alice-1a2b3c` (1 GPU (t4)) ends at 14:00 UTC, "
-        "in 15m00s. It will be deleted at 14:05 UTC unless you extend it.",
+        ":hourglass_flowing_sand: The lease on `gpu-u-alice-1a2b3c` (1 GPU (t4)) ends "
+        f"{notices.clock_time(END)}, in 15m00s. It will be deleted {notices.clock_time(END + POLICY.grace)} "
+        "unless you extend it.",
         "gpubot/gpu-u-alice-1a2b3c",
         notices.Buttons(extend=True, release=True),
     )
+    assert "ends Sun 14:00 UTC, in 15m00s. It will be deleted Sun 14:05 UTC" in notices.moments(remind.text)
     nudge = reminders.message(Act.NUDGE, WORKLOAD, END - timedelta(minutes=3), POLICY)
-    assert nudge.text == (
-        ":alarm_clock: 8m00s left on `gpu-u-alice-1a2b3c` (1 GPU (t4)): it is deleted at 14:05 UTC. "
+    assert notices.moments(nudge.text) == (
+        ":alarm_clock: 8m00s left on `gpu-u-alice-1a2b3c` (1 GPU (t4)): it is deleted Sun 14:05 UTC. "
         "Extend it now if you still need it."
     )
 
@@ -47,17 +49,17 @@ def test_the_reminder_and_the_nudge_name_the_deadline_and_offer_extend() -> None
 def test_the_idle_warning_offers_keep_and_release() -> None:
     warning = reminders.message(Act.IDLE_WARN, WORKLOAD, END - timedelta(hours=2), POLICY)
     assert warning.buttons == notices.Buttons(keep=True, release=True)
-    assert warning.text == (
+    assert notices.moments(warning.text) == (
         ":zzz: The GPU of `gpu-u-alice-1a2b3c` (1 GPU (t4)) has been idle for 45m00s (under 5% use). "
-        "It will be released at 12:15 UTC unless you keep it."
+        "It will be released Sun 12:15 UTC unless you keep it."
     )
 
 
 def test_reaps_say_what_when_why_and_how_to_run_again() -> None:
     expired = reminders.message(Act.EXPIRE, WORKLOAD, END + timedelta(minutes=5), POLICY)
-    assert expired.text == (
-        ":wastebasket: Deleted `gpu-u-alice-1a2b3c` (1 GPU (t4)) at 14:05 UTC: its lease ended at 14:00 UTC "
-        "and nobody extended it. "
+    assert notices.moments(expired.text) == (
+        ":wastebasket: Deleted `gpu-u-alice-1a2b3c` (1 GPU (t4)) Sun 14:05 UTC: "
+        "its lease ended Sun 14:00 UTC and nobody extended it. "
         "To run it again: `/gpu run nvidia/cuda:12.4.1-base-ubuntu22.04 -- sleep 3600`"
     )
     assert expired.buttons == notices.Buttons()
@@ -65,7 +67,7 @@ def test_reaps_say_what_when_why_and_how_to_run_again() -> None:
         **{**vars(WORKLOAD), "marks": reaping.Marks(idle_warned_at=END - timedelta(hours=2))}
     )
     released = reminders.message(Act.IDLE_RELEASE, warned, END - timedelta(minutes=105), POLICY)
-    assert "at 12:15 UTC: its GPU was idle for 1h00m and nobody kept it." in released.text
+    assert "Sun 12:15 UTC: its GPU was idle for 1h00m and nobody kept it." in notices.moments(released.text)
 
 
 def test_a_broken_start_says_how_long_why_in_the_clusters_words_and_what_to_do() -> None:

@@ -16,7 +16,6 @@ from bot.adapters import slack_render
 from bot.core import explain, notices, reminders
 
 GOLDEN = Path(__file__).parent / "golden" / "slack_render"
-DONE, CURRENT, PENDING = notices.StepState.DONE, notices.StepState.CURRENT, notices.StepState.PENDING
 
 PROVISIONING = notices.ThreadStatus(
     namespace="gpubot",
@@ -25,13 +24,12 @@ PROVISIONING = notices.ThreadStatus(
     image="nvidia/cuda:12.4.1-base-ubuntu22.04",
     gpus=1,
     profile="t4",
-    headline="A GPU node is being provisioned",
-    steps=(
-        notices.StepLine("waiting for a GPU node", DONE, "4s"),
-        notices.StepLine("scale-up triggered: gpu-t4 0→1 (max 5)", DONE, "1s"),
-        notices.StepLine("node provisioning", CURRENT, "1m05s"),
-        notices.StepLine("node Ready", PENDING),
+    headline="Waiting for node gke-demo-gpu-t4-1a2b to come up with its GPU",
+    timeline=(
+        "requested " + notices.clock_time(datetime(2026, 1, 5, 12, 30, tzinfo=UTC)),
+        "scale-up 0→1 +4s",
     ),
+    note="Node likely ready " + notices.clock_time(datetime(2026, 1, 5, 12, 33, tzinfo=UTC)) + ": usually 3m",
     lease_end=datetime(2026, 1, 5, 16, 30, tzinfo=UTC),
     buttons=notices.Buttons(release=True, extend=True),
 )
@@ -42,8 +40,7 @@ STUCK = notices.ThreadStatus(
     image="pytorch/pytorch:2.3.0",
     gpus=4,
     profile="a100",
-    headline="No GPU node can be added",
-    steps=(notices.StepLine("waiting for a GPU node", CURRENT, "30s"),),
+    headline="Waiting for a GPU node: the GPU pool's nodes are all in use",
     problem=explain.Problem(
         "max-size", "the GPU pool is at its maximum size (5 nodes)", "wait, or ask an admin"
     ),
@@ -56,8 +53,9 @@ FINISHED = notices.ThreadStatus(
     image="nvidia/cuda:12.4.1-base-ubuntu22.04",
     gpus=1,
     profile="t4",
-    headline="Finished",
-    outcome="Completed (exit code 0) after 1h02m",
+    headline="Succeeded after 1h02m",
+    timeline=("requested " + notices.clock_time(datetime(2026, 1, 5, 11, 0, tzinfo=UTC)), "Running +2m40s"),
+    ending="This run held its GPU for 1h02m: 1.03 GPU-hours, ≈ $0.36.",
 )
 EPISODE = notices.ChannelEpisode(
     pool="gpu-t4",
@@ -139,13 +137,15 @@ def test_long_text_fits_block_kit_limits(length: int) -> None:
 def test_huge_thread_fields_are_clipped() -> None:
     status = notices.ThreadStatus(
         namespace="gpubot", name="n" * 300, owner="U_ALICE", image="i" * 5000, gpus=1, profile="t4",
-        headline="h" * 5000, steps=tuple(notices.StepLine("s" * 200, PENDING) for _ in range(40)),
+        headline="h" * 5000, timeline=tuple("s" * 200 for _ in range(40)),
         buttons=notices.Buttons(release=True),
     )  # fmt: skip
     rendered = slack_render.render(status)
     assert len(rendered.text) <= slack_render.FALLBACK_TEXT_MAX
     sections = [b for b in rendered.blocks if b["type"] == "section"]
     assert all(len(b["text"]["text"]) <= slack_render.SECTION_TEXT_MAX for b in sections)
+    contexts = [e for b in rendered.blocks if b["type"] == "context" for e in b["elements"]]
+    assert contexts and all(len(e["text"]) <= slack_render.SECTION_TEXT_MAX for e in contexts)
     release = rendered.blocks[-1]["elements"][0]
     assert len(release["confirm"]["title"]["text"]) <= 100
 
@@ -170,6 +170,14 @@ def test_format_cost(dollars: float, text: str) -> None:
 def test_format_gpus() -> None:
     assert notices.format_gpus(1, "t4") == "1 GPU (t4)"
     assert notices.format_gpus(4, "a100") == "4 GPUs (a100)"
+
+
+def test_a_moment_in_text_is_a_date_token_each_reader_sees_in_their_zone() -> None:
+    moment = datetime(2026, 1, 5, 16, 30, tzinfo=UTC)
+    rendered = slack_render.render(notices.Reply(f"ends {notices.clock_time(moment)} <soon>"))
+    token = f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|Mon 16:30 UTC>"
+    assert rendered.text == f"ends {token} &lt;soon&gt;"
+    assert notices.moments(f"ends {notices.clock_time(moment)}") == "ends Mon 16:30 UTC"
 
 
 def test_a_mention_notifies_its_user_and_the_text_stays_escaped() -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from bot import settings as bot_settings
-from bot.core import lifecycle, models, workloads
+from bot.core import lifecycle, models, notices, workloads
 from bot.services import status
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -120,35 +120,42 @@ def test_the_logs_button_shows_while_there_is_output_to_read(
 
 
 @pytest.mark.parametrize(
-    ("milestone", "mentioned"),
+    ("milestone", "said"),
     [
-        (lifecycle.Milestone(Step.RUNNING, T0, "Running"), True),
-        (lifecycle.Milestone(Step.RUNNING, T0, "Running", late=True), False),
-        (lifecycle.Milestone(Step.SCALE_UP, T0, "Scale-up triggered"), False),
-        (lifecycle.Milestone(None, T0, "failed", outcome=Outcome.FAILED), True),
-        (lifecycle.Milestone(None, T0, "finished", outcome=Outcome.SUCCEEDED), True),
-        (lifecycle.Milestone(None, T0, "deleted", outcome=Outcome.DELETED), False),
+        (lifecycle.Milestone(Step.RUNNING, T0 + timedelta(minutes=3), "Running"),
+         "<U_ALICE> Running on gpu-1, 3m00s after the request."),
+        (lifecycle.Milestone(Step.RUNNING, T0, "Running", late=True), None),
+        (lifecycle.Milestone(Step.SCALE_UP, T0, "scale-up triggered"), None),
+        (lifecycle.Milestone(Step.NODE_READY, T0, "node gpu-1 is Ready"), None),
+        (lifecycle.Milestone(None, T0, "failed: exit 3", outcome=Outcome.FAILED), "<U_ALICE> Failed: exit 3"),
+        (lifecycle.Milestone(None, T0, "succeeded", outcome=Outcome.SUCCEEDED), "<U_ALICE> Succeeded"),
+        (lifecycle.Milestone(None, T0, "deleted", outcome=Outcome.DELETED),
+         "<U_ALICE> Deleted outside gpubot (by someone with cluster access); its GPU is back in the pool."),
     ],
-)
-def test_the_owner_is_mentioned_when_it_runs_and_when_it_ends(
-    milestone: lifecycle.Milestone, mentioned: bool
+)  # fmt: skip
+def test_the_owner_is_told_when_it_runs_and_when_it_ends_by_itself_or_outside_gpubot(
+    milestone: lifecycle.Milestone, said: str | None
 ) -> None:
-    assert status.tells_the_owner(milestone) is mentioned
+    thread = status.Thread(running_on("gpu-1"), lifecycle.Progress(T0, node="gpu-1"))
+    reply = status.milestone_reply(milestone, thread)
+    assert (f"<{reply.mention}> {reply.text}" if reply is not None else None) == said
 
 
-def test_a_pod_placed_on_a_node_already_up_is_not_ticked_for_that_node_coming_up() -> None:
-    reached = ((Step.WAITING, T0), (Step.SCHEDULED, T0), (Step.RUNNING, T0))
+def test_a_release_or_reap_is_said_by_whoever_did_it_not_by_the_tracker() -> None:
+    milestone = lifecycle.Milestone(None, T0, "deleted", outcome=Outcome.DELETED)
+    for record in ({"action": "release", "actor": "U_ALICE"}, {"action": "reap", "reason": "expire"}):
+        audit = json.dumps([{"action": "run", "actor": "U_ALICE"}, record])
+        thread = status.Thread(dataclasses.replace(running_on("gpu-1"), audit=audit), lifecycle.Progress(T0))
+        assert status.milestone_reply(milestone, thread) is None
+
+
+def test_a_pod_placed_on_a_node_already_up_is_not_told_of_a_node_coming_up() -> None:
+    reached = ((Step.WAITING, T0), (Step.SCHEDULED, T0 + timedelta(seconds=4)),
+               (Step.RUNNING, T0 + timedelta(seconds=9)))  # fmt: skip
     thread = status.Thread(running_on("gpu-1"), lifecycle.Progress(T0, reached=reached, node="gpu-1"))
-    labels = [line.label for line in status.step_lines(thread, T0)]
-    assert labels == ["waiting for a GPU node", "scheduled", "pulling image", "Running"]
-
-
-def test_a_pod_whose_own_scale_up_was_seen_keeps_the_steps_a_raced_informer_skipped() -> None:
-    reached = ((Step.WAITING, T0), (Step.SCALE_UP, T0), (Step.SCHEDULED, T0))
-    progress = lifecycle.Progress(T0, reached=reached, node="gpu-1", scale_up="gpu-pool 0->1")
-    labels = [line.label for line in status.step_lines(status.Thread(running_on("gpu-1"), progress), T0)]
-    assert labels[:5] == ["waiting for a GPU node", "scale-up triggered", "node provisioning", "node Ready",
-                          "GPU allocatable"]  # fmt: skip
+    shown = status.thread_status(thread)
+    assert shown.headline == "Running on gpu-1"
+    assert shown.timeline == (f"requested {notices.clock_time(T0)}", "scheduled +4s", "Running +9s")
 
 
 def deleted(audit: list[dict[str, str]]) -> str:
