@@ -26,6 +26,7 @@ FALLBACK_TEXT_MAX = 4000
 """Slack truncates longer top-level text and calls 4,000 the sensible ceiling for notifications."""
 BUTTON_VALUE_MAX = 2000
 
+
 class Rendered(NamedTuple):
     text: str
     """The notification and screen-reader fallback; always sent alongside the blocks."""

@@ -121,7 +121,8 @@ class Leases:
         released = [w.name for w in allowed if self._delete(w, actor)]
         if released:
             names = ", ".join(f"`{name}`" for name in released)
-            self._tell(channel, actor, f"Released {names}.")
+            stopping = "Its pod is stopping" if len(released) == 1 else "Their pods are stopping"
+            self._tell(channel, actor, f"Released {names}. {stopping}; the thread says when the GPU is back.")
         return released
 
     def _release_targets(

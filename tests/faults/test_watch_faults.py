@@ -21,10 +21,10 @@ from tests.integration.botkit import (
     RUN,
     WAIT,
     advance_until,
-    gpubot_pods,
     replies,
     step_reached,
     the_root,
+    wait_for_pods,
 )
 
 pytestmark = pytest.mark.usefixtures("slack_env")
@@ -48,7 +48,7 @@ def tell_story(rig: Rig) -> Story:
     slack, sim = rig.slack, rig.sim
     delivery = slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
     assert delivery.acked
-    slack.wait_until(lambda: gpubot_pods(sim), timeout=WAIT)
+    wait_for_pods(sim, slack)
     for step in STEPS:
         advance_watching(rig, step_reached(slack, step))
     root = the_root(slack)
@@ -121,8 +121,8 @@ def test_a_node_informer_back_after_the_pod_runs_still_fills_in_the_checklist(
     with rig(tmp_path, redis_url) as faulted:
         slack, sim = faulted.slack, faulted.sim
         assert slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN).acked
-        slack.wait_until(lambda: gpubot_pods(sim), timeout=WAIT)
-        advance_watching(faulted, step_reached(slack, "scale-up triggered"))
+        wait_for_pods(sim, slack)
+        advance_watching(faulted, step_reached(slack, "scale-up"))
         faulted.set_api_faults(error_rate=1.0, statuses=[503], resources=["nodes"])
         faulted.set_api_faults(watches="drop")
         advance_until(sim, slack, step_reached(slack, "Running"))

@@ -139,7 +139,7 @@ def test_who_may_release_and_extend(
         assert "only its owner or an admin may" in said and action in said
         assert after is not None and touchable(after) == touchable(before)
     elif action == "release":
-        assert said == "Released `training-1`."
+        assert said == "Released `training-1`. Its pod is stopping; the thread says when the GPU is back."
         assert after is None or after["metadata"].get("deletionTimestamp")
     else:
         assert said.startswith("Extended `training-1` by")
@@ -233,7 +233,7 @@ def test_release_all_and_the_reaper_leave_a_foreign_pod_alone(
     core.create_namespaced_pod("default", foreign_pod("not-mine", thread_ts="1.000001"))
     before = pod_named(sim, "not-mine")
     said = answer_to(slack, OWNER, lambda: slack.type_command(OWNER, "C_GPU", "/gpu", "release all"))
-    assert said == "Released `mine`."
+    assert said == "Released `mine`. Its pod is stopping; the thread says when the GPU is back."
     for _ in range(6):
         advance_watched(sim, 600)
         bot.reap()
@@ -254,7 +254,7 @@ def test_two_ids_that_share_an_owner_label_cannot_reach_each_others_pods(
         assert "Released" not in said and "Extended" not in said, (text, said)
     assert touchable(pod_named(sim, "eves")) == touchable(pod)
     assert answer_to(slack, EVE, lambda: slack.type_command(EVE, "C_GPU", "/gpu", "release")) == (
-        "Released `eves`."
+        "Released `eves`. Its pod is stopping; the thread says when the GPU is back."
     )
 
 

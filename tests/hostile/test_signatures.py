@@ -24,7 +24,7 @@ from sim.slack.runner import BackgroundSlack
 from tests.hostile import signed_requests
 from tests.hostile.conftest import HttpBot
 from tests.hostile.signed_requests import Answer, Case, command_body, post, slack_headers
-from tests.integration.botkit import WAIT, gpubot_pods, replies, roots
+from tests.integration.botkit import WAIT, gpubot_pods, replies, roots, wait_for_pods
 from tests.integration.test_http_mode import SECRET
 
 SEED = 20240501
@@ -110,7 +110,7 @@ def test_a_replayed_run_extend_and_release_each_act_once(
     run = signed_now(signed_requests.RUN, "1.1.run")
     answers = replay(http_bot, *run, 1 + REPLAYS)
     assert all(a.status == 200 and "Requesting 1 GPU" in signed_requests.ack_text(a) for a in answers)
-    http_slack.wait_until(lambda: gpubot_pods(sim) and roots(http_slack), timeout=WAIT)
+    wait_for_pods(sim, http_slack)
     settle(http_slack, http_bot, "1.2.settle")
     pods, threads = gpubot_pods(sim), roots(http_slack)
     assert (len(pods), len(threads)) == (1, 1), f"{len(pods)} pods, {len(threads)} threads for one run"

@@ -21,7 +21,7 @@ from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
 from sim.slack.transcript import User
 from tests.hostile import fuzzing, hostile_text, kube_rules
-from tests.integration.botkit import CUDA, WAIT, emulator_config, gpubot_pods
+from tests.integration.botkit import CUDA, WAIT, emulator_config, wait_for_pods
 
 HOSTILE_USERS = (
     User("U0MARKUP1", "<!channel> &amp; <@U_ADMIN> <http://evil.example|click>"),
@@ -52,7 +52,7 @@ def test_a_hostile_slack_identity_becomes_a_valid_pod_and_escaped_text(
     argv = ["python", "-c", "import os; os.system('id')", "$(id)", ";", "&&", "|"]
     text = f"run {CUDA} -- {hostile_text.quoted(argv)}"
     assert slack.type_command(user.id, "C_GPU", "/gpu", text).acked
-    (pod,) = slack.wait_until(lambda: gpubot_pods(sim), timeout=WAIT)
+    (pod,) = wait_for_pods(sim, slack)
     assert not kube_rules.pod_problems(pod)
     metadata = pod["metadata"]
     assert metadata["labels"][labels.OWNER_LABEL] == labels.to_label_value(user.id)
@@ -67,7 +67,13 @@ def test_a_hostile_slack_identity_becomes_a_valid_pod_and_escaped_text(
     report = slack.wait_until(reports, timeout=WAIT)
     assert f"`{metadata['name']}`" in report[0]
     slack.type_command(user.id, "C_GPU", "/gpu", "release")
-    slack.wait_until(lambda: f"Released `{metadata['name']}`." in told(slack, user.id), timeout=WAIT)
+    slack.wait_until(
+        lambda: (
+            f"Released `{metadata['name']}`. Its pod is stopping; the thread says when the GPU is back."
+            in told(slack, user.id)
+        ),
+        timeout=WAIT,
+    )
 
     sent = [str(call.params) for call in slack.calls() if call.method.startswith("chat.")]
     for markup in ("<!channel>", "<@U_ADMIN>", "<http://evil.example"):

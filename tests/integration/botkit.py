@@ -7,6 +7,7 @@ activity (or the sim's state checked on it), never on fixed sleeps.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -84,9 +85,10 @@ def the_root(slack: BackgroundSlack) -> Json:
     return root
 
 
-def checklist(message: Json) -> list[str]:
-    steps = next((b for b in message["blocks"] if b.get("block_id") == "gpubot_steps"), None)
-    return steps["text"]["text"].split("\n") if steps else []
+def timeline(message: Json) -> list[str]:
+    """The root's timeline: what has happened to the pod, each with how long after the request."""
+    block = next((b for b in message["blocks"] if b.get("block_id") == "gpubot_timeline"), None)
+    return block["elements"][0]["text"].split(" · ") if block else []
 
 
 def gpubot_pods(sim: world.BackgroundWorld) -> list[Json]:
@@ -95,6 +97,18 @@ def gpubot_pods(sim: world.BackgroundWorld) -> list[Json]:
         for p in sim.pods()
         if p["metadata"]["labels"].get(labels.MANAGED_BY_LABEL) == labels.MANAGED_BY_VALUE
     ]
+
+
+def wait_for_pods(sim: world.BackgroundWorld, slack: BackgroundSlack, count: int = 1) -> list[Json]:
+    """The bot's pods once `count` exist and their thread roots are posted. The root goes out before the
+    pod is created and no Slack call marks the creation, so the sim is checked every few milliseconds."""
+    slack.wait_until(lambda: len(roots(slack)) >= count, timeout=WAIT)
+    deadline = time.monotonic() + WAIT
+    while len(pods := gpubot_pods(sim)) < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(pods)} of {count} pods created within {WAIT} s")
+        time.sleep(0.01)
+    return pods
 
 
 def advance_until(
@@ -146,17 +160,15 @@ def headline_is(slack: BackgroundSlack, words: str) -> Callable[[], bool]:
 
 
 def step_reached(slack: BackgroundSlack, words: str) -> Callable[[], bool]:
-    """The root's checklist shows the step done or current (pending steps have a white circle)."""
-    return lambda: any(
-        words in line and not line.startswith(":white_circle:") for m in roots(slack) for line in checklist(m)
-    )
+    """The root's headline (the stage it is at) or its timeline (the stages passed) has these words."""
+    return lambda: any(words in m["text"] or any(words in t for t in timeline(m)) for m in roots(slack))
 
 
 def run_and_wait_for_thread(sim: world.BackgroundWorld, slack: BackgroundSlack) -> Json:
     delivery = slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
     assert delivery.acked and delivery.shown == "ephemeral"
     assert delivery.ack_payload is not None and "Requesting 1 GPU" in delivery.ack_payload["text"]
-    slack.wait_until(lambda: gpubot_pods(sim) and roots(slack), timeout=WAIT)
+    wait_for_pods(sim, slack)
     advance_until(sim, slack, headline_is(slack, "Waiting for a GPU node"))
     return the_root(slack)
 

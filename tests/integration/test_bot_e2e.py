@@ -26,7 +26,6 @@ from tests.integration.botkit import (
     Json,
     advance_until,
     bot_settings,
-    checklist,
     gpubot_pods,
     headline_is,
     replies,
@@ -35,6 +34,7 @@ from tests.integration.botkit import (
     running_bot,
     step_reached,
     the_root,
+    timeline,
 )
 
 pytestmark = pytest.mark.usefixtures("slack_env")
@@ -60,36 +60,24 @@ def test_run_walks_the_thread_through_every_step(
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert container["command"] == ["sleep", "3600"]
 
-    for step in (
-        "scale-up triggered",
-        "provisioning",
-        "is Ready",
-        "GPU allocatable",
-        "scheduled on",
-        "Running",
-    ):
+    for step in ("scaling up", "to come up with its GPU", "scheduled", "Running on"):
         advance_until(sim, slack, step_reached(slack, step))
 
     root = the_root(slack)
     heads = [r["text"] for r in root["revisions"]]
-    order = ["asked for", "Waiting for a GPU node", "Scale-up triggered", "provisioning", "Ready", "Running"]
+    order = ["asked for", "Waiting for a GPU node", "scaling up 0→1", "to come up with its GPU", "Running on"]
     positions = [next(i for i, h in enumerate(heads) if word in h) for word in order]
     assert positions == sorted(positions), heads
-    lines = checklist(root)
-    assert len(lines) == 8 and all(line.startswith(":white_check_mark:") for line in lines), lines
-    for line, word in zip(
-        lines,
-        ["waiting for a GPU node", "scale-up triggered", "provisioning", "is Ready", "GPU allocatable",
-         "scheduled on", "pulling the image", "Running"],
-        strict=True,
-    ):  # fmt: skip
-        assert word in line, lines
-    assert " · " in lines[1] and "after the request" in lines[-1]
-    said = slack.wait_until(
-        lambda: (r := replies(slack, root)) and r[-1] == "<@U_ALICE> Running" and r, timeout=WAIT
+    node = gpubot_pods(sim)[0]["spec"]["nodeName"]
+    assert f"Running on {node}" in root["text"]
+    facts = timeline(root)
+    assert [f.split(" +")[0] for f in facts[1:]] == ["scale-up 0→1", "node Ready", "scheduled", "Running"], (
+        facts
     )
-    assert said[0].startswith("Scale-up triggered: gpu-pool 0→1"), said
-    assert any("is Ready" in text for text in said)
+    assert facts[0].startswith("requested <!date^"), facts
+    said = slack.wait_until(lambda: replies(slack, root), timeout=WAIT)
+    assert len(said) == 1 and said[0].startswith(f"<@U_ALICE> Running on {node}, "), said
+    assert said[0].endswith(" after the request."), said
     assert len(gpubot_pods(sim)) == 1
 
 
@@ -98,7 +86,7 @@ def test_status_release_and_the_owner_check(
 ) -> None:
     root = run_and_wait_for_thread(sim, slack)
     name = gpubot_pods(sim)[0]["metadata"]["name"]
-    advance_until(sim, slack, headline_is(slack, "Scale-up triggered"))
+    advance_until(sim, slack, headline_is(slack, "scaling up"))
 
     slack.type_command("U_ALICE", "C_GPU", "/gpu", "status")
     report = slack.wait_until(
@@ -116,12 +104,16 @@ def test_status_release_and_the_owner_check(
     assert len(gpubot_pods(sim)) == 1
 
     slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
-    slack.wait_until(lambda: [e for e in slack.ephemerals("U_ALICE") if e["text"] == f"Released `{name}`."])
-    slack.wait_until(lambda: "Released by its owner; deleting the pod." in replies(slack, root), timeout=WAIT)
-    advance_until(sim, slack, lambda: not gpubot_pods(sim) and headline_is(slack, "Released")())
     slack.wait_until(
-        lambda: "The pod is gone; its GPU is back in the pool." in replies(slack, root), timeout=WAIT
+        lambda: [
+            e
+            for e in slack.ephemerals("U_ALICE")
+            if e["text"] == f"Released `{name}`. Its pod is stopping; the thread says when the GPU is back."
+        ]
     )
+    advance_until(sim, slack, lambda: not gpubot_pods(sim) and headline_is(slack, "Released by its owner")())
+    assert "Released by its owner; its GPU is back in the pool" in the_root(slack)["text"]
+    assert replies(slack, root) == []  # the owner's own release notifies nobody
     assert not any(b.get("block_id") == "gpubot_actions" for b in the_root(slack)["blocks"])
 
 
@@ -173,17 +165,14 @@ def test_restart_mid_provisioning_resumes_the_thread(
     config = bot_settings(sim, slack, tmp_path, redis_url)
     with running_bot(config, slack):
         root = run_and_wait_for_thread(sim, slack)
-        advance_until(sim, slack, headline_is(slack, "is provisioning"))
-    said_before = replies(slack, root)
+        advance_until(sim, slack, headline_is(slack, "to come up with its GPU"))
+    assert replies(slack, root) == []  # the node's steps edit the root; only Running notifies
     sim.advance(40, step=1)  # the node turns Ready while no bot is watching
     with running_bot(config, slack):
         advance_until(sim, slack, headline_is(slack, "Running on"))
-        said = slack.wait_until(
-            lambda: (r := replies(slack, root)) and r[-1] == "<@U_ALICE> Running" and r, timeout=WAIT
-        )
+        said = slack.wait_until(lambda: replies(slack, root), timeout=WAIT)
     assert len(gpubot_pods(sim)) == 1 and len(roots(slack)) == 1
-    assert said[: len(said_before)] == said_before
-    assert said.count(said_before[0]) == 1, said
+    assert len(said) == 1 and said[0].startswith("<@U_ALICE> Running on "), said
 
 
 def test_the_button_ids_match_the_renderer() -> None:
@@ -275,7 +264,8 @@ def test_a_release_is_recorded_on_the_terminating_pod(
 
     slack.type_command("U_ADMIN", "C_GPU", "/gpu", f"release {name}")
     slack.wait_until(
-        lambda: "Released by admin U_ADMIN; deleting the pod." in replies(slack, root), timeout=WAIT
+        lambda: "<@U_ALICE> Released by admin U_ADMIN; deleting the pod." in replies(slack, root),
+        timeout=WAIT,
     )
     pod = core.read_namespaced_pod(name, "default")  # still there: terminating within its grace period
     assert pod.metadata.deletion_timestamp is not None

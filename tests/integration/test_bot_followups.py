@@ -31,6 +31,7 @@ from tests.integration.botkit import (
     running_bot,
     step_reached,
     the_root,
+    wait_for_pods,
 )
 
 pytestmark = pytest.mark.usefixtures("slack_env")
@@ -58,7 +59,7 @@ def test_a_redelivered_command_makes_one_thread_and_one_pod(
     sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
 ) -> None:
     first = slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
-    slack.wait_until(lambda: gpubot_pods(sim), timeout=WAIT)
+    wait_for_pods(sim, slack)
     again = slack.redeliver(first)
     slack.type_command("U_ALICE", "C_GPU", "/gpu", "status")
     slack.wait_until(
@@ -151,7 +152,7 @@ def test_a_finished_pod_taken_by_a_scale_down_is_said_in_its_thread(
     config = bot_settings(sim, slack, tmp_path, redis_url)
     with running_bot(config, slack, clock=sim.world.clock.datetime):
         slack.type_command("U_ALICE", "C_GPU", "/gpu", f"run {CUDA} -- false")
-        slack.wait_until(lambda: gpubot_pods(sim) and roots(slack), timeout=WAIT)
+        wait_for_pods(sim, slack)
         root = the_root(slack)
         advance_until(sim, slack, headline_is(slack, "Failed"), limit=1800, stride=10)
         cleaned = lambda: [r for r in replies(slack, root) if "Cleaned up by the cluster" in r]  # noqa: E731

@@ -37,6 +37,7 @@ from tests.integration.botkit import (
     run_and_wait_for_thread,
     running_bot,
     step_reached,
+    wait_for_pods,
 )
 
 pytestmark = pytest.mark.usefixtures("slack_env")
@@ -231,7 +232,7 @@ def test_several_workloads_need_a_name_and_the_refusal_says_which(
 ) -> None:
     for label in ("one", "two"):
         slack.type_command("U_ALICE", "C_GPU", "/gpu", f"run {CUDA} --name {label} -- sleep 3600")
-    slack.wait_until(lambda: len(gpubot_pods(sim)) == 2, timeout=WAIT)
+    wait_for_pods(sim, slack, 2)
     slack.type_command("U_ALICE", "C_GPU", "/gpu", "extend 3")
     told = ephemeral_saying(slack, "U_ALICE", "say which")
     assert told == "You have 2 workloads (`one`, `two`); say which. Try: `/gpu extend one 3`"
@@ -256,7 +257,13 @@ def test_a_terminating_workload_cannot_be_extended(
     advance_until(sim, slack, step_reached(slack, "Running"))  # on a node, a pod terminates gracefully
     name = name_of(sim)
     slack.type_command("U_ALICE", "C_GPU", "/gpu", "release")
-    slack.wait_until(lambda: [e for e in slack.ephemerals("U_ALICE") if e["text"] == f"Released `{name}`."])
+    slack.wait_until(
+        lambda: [
+            e
+            for e in slack.ephemerals("U_ALICE")
+            if e["text"] == f"Released `{name}`. Its pod is stopping; the thread says when the GPU is back."
+        ]
+    )
     assert gpubot_pods(sim)[0]["metadata"].get("deletionTimestamp")  # still there, terminating
     before = annotations(sim)
     slack.type_command("U_ALICE", "C_GPU", "/gpu", f"extend {name} 1")

@@ -104,7 +104,7 @@ def test_killed_during_provisioning_resumes_where_the_cluster_is(
     bot = bots()
     bot.start()
     slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
-    advance_until(sim, slack, step_reached(slack, "provisioning"))
+    advance_until(sim, slack, step_reached(slack, "to come up"))
     bot.kill()
     sim.advance(600)  # the node comes up and the pod starts while no bot watches
 
