@@ -70,13 +70,13 @@ def test_a_lease_ends_on_time_and_its_owner_hears_by_dm_when_the_thread_is_out_o
         recorded = undelivered(bot)
         marks = bot.services.tracker.threads()
     assert late == 1, f"deleted {late} rounds after its lease ended, not in the first"
-    reminded, nudged = alice_dms(slack, "ends at"), alice_dms(slack, "left on")
+    reminded, nudged = alice_dms(slack, "The lease on"), alice_dms(slack, "left on")
     assert len(reminded) == len(nudged) == len(deleted) == 1
     note = "I could not post this in its thread in <#C_GPU>"
     for dm in (*reminded, *nudged, *deleted):
         assert note in json.dumps(dm["blocks"]), dm
     assert "`/invite @gpubot`" in json.dumps(reminded[0]["blocks"]) or error != "not_in_channel"
-    assert not said(slack, root, "ends at") and not said(slack, root, "Deleted")
+    assert not said(slack, root, "The lease on") and not said(slack, root, "Deleted")
     why = WHY[error]
     assert sorted(recorded) == [
         f'gpubot_undelivered_total{{act="{act}",where="thread",why="{why}"}} 1.0'
@@ -97,12 +97,12 @@ def test_a_delete_waits_for_no_slack_outage_and_is_told_once_slack_is_back(
         assert end is not None
         slack.set_faults(down)
         late = round_after_round(sim, bot, end + GRACE, flush=False)
-        assert not said(slack, root, "ends at") and not said(slack, root, "Deleted")
+        assert not said(slack, root, "The lease on") and not said(slack, root, "Deleted")
         slack.set_faults(FaultConfig())
         for _ in range(3):  # the next rounds tell what the outage held back, the delete's once
             bot.reap()
             bot.outbox.flush(WAIT)
-        told = [said(slack, root, words) for words in ("ends at", "left on", "Deleted")]
+        told = [said(slack, root, words) for words in ("The lease on", "left on", "Deleted")]
         recorded = undelivered(bot)
     assert late == 1
     assert [len(found) for found in told] == [0, 0, 1], "a reminder due before the delete is not sent after"
