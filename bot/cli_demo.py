@@ -218,7 +218,7 @@ def play(story: Story) -> None:
 
     story.type("U_ALICE", RUN)
     story.expect(lambda: story.thread_of("U_ALICE"))
-    for words in ("Scale-up triggered", "provisioning", "Ready", "Running"):
+    for words in ("scaling up", "to come up with its GPU", "Running on"):
         story.advance_until(story.headline("U_ALICE", words))
     story.expect(story.replied("U_ALICE", "Running"))
 
@@ -241,7 +241,7 @@ def play(story: Story) -> None:
     story.click("U_BOB", "idle for", "gpubot_keep")
     story.expect(story.replied("U_BOB", "Kept by its owner"))
     say("bob asked for a one-hour lease; before it ends the reaper reminds him, in his thread and by DM")
-    story.advance_until(story.replied("U_BOB", "ends at"), step=30, limit=3600)
+    story.advance_until(story.replied("U_BOB", "The lease on"), step=30, limit=3600)
     say("bob does not answer the reminder, nor the last nudge; after the grace period the reaper deletes it")
     story.advance_until(story.replied("U_BOB", "nobody extended it"), step=30, limit=3600)
     say("before the idle node goes, alice runs a data check; it crashes, and her thread shows why")

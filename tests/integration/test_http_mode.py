@@ -32,7 +32,6 @@ from tests.integration.botkit import (
     advance_until,
     bot_settings,
     gpubot_pods,
-    replies,
     roots,
     run_and_wait_for_thread,
     step_reached,
@@ -91,8 +90,7 @@ def test_run_and_status_over_http(sim: world.BackgroundWorld, slack: BackgroundS
     name = pod["metadata"]["name"]
     assert pod["metadata"]["labels"][labels.OWNER_LABEL] == "U_ALICE"
     assert pod["metadata"]["annotations"][labels.THREAD_TS_ANNOTATION] == root["ts"]
-    advance_until(sim, slack, lambda: any(r.startswith("Scale-up triggered") for r in replies(slack, root)))
-    assert step_reached(slack, "scale-up")()
+    advance_until(sim, slack, step_reached(slack, "scaling up"))
 
     delivery = slack.type_command("U_ALICE", "C_GPU", "/gpu", "status")
     assert (delivery.transport, delivery.status, delivery.acked) == ("http", 200, True)

@@ -16,7 +16,7 @@ from sim.cluster.store import ADDED, DELETED, Change
 from sim.slack.runner import BackgroundSlack
 
 Json = dict[str, Any]
-OUTCOME_BLOCK = "gpubot_outcome"
+SUMMARY_BLOCK = "gpubot_summary"
 ACTIONS_BLOCK = "gpubot_actions"
 
 
@@ -69,10 +69,11 @@ def block_ids(message: Json) -> set[str]:
 
 
 def is_closed(root: Json) -> bool:
-    """The root shows a final state: an outcome (or the launcher's refusal), and no buttons left to press."""
+    """The root shows a final state: the thread's status with no buttons left to press (they go when it is
+    over), or the launcher's refusal."""
     ids = block_ids(root)
     refused = root["text"].startswith(":x:") or root["text"].startswith("&lt;:x:")
-    return ACTIONS_BLOCK not in ids and (OUTCOME_BLOCK in ids or refused)
+    return ACTIONS_BLOCK not in ids and (SUMMARY_BLOCK in ids or refused)
 
 
 def open_threads(slack: BackgroundSlack, channel: str = "C_GPU") -> list[Json]:

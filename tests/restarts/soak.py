@@ -68,13 +68,14 @@ SAID = {
     "reminded": ":hourglass_flowing_sand: The lease",
     "nudged": ":alarm_clock:",
     "idle-warned": ":zzz:",
-    "released": "Released by its owner",
+    "released": ": Released by its owner;",
     "expired": ":wastebasket: Deleted",
     "idle-released": ":wastebasket: Released",
     "cleaned up": ":broom: Cleaned up the finished pod",
     "cluster-cleaned": ":broom: Cleaned up by the cluster",
 }
-"""The words of each reaper act and release in a thread, to count them."""
+"""The words of each reaper act in a thread, and of a release in its root's headline (an owner's own
+release notifies nobody), to count them."""
 ENDED_BY: dict[str, tuple[set[str], ...]] = {
     "release": ({"released"},),
     "expire": ({"reminded", "nudged", "expired"},),
@@ -376,9 +377,9 @@ class Soak:
 
         def read() -> list[tuple[str, str, str]]:
             return [
-                (f"{m.channel}/{m.thread_ts}", m.thread_ts, m.text)
+                (f"{m.channel}/{m.thread_ts or m.ts}", m.thread_ts or m.ts, m.text)
                 for m in self.slack.emulator.workspace.messages.values()
-                if m.bot_id and m.thread_ts and m.channel.startswith("C_S")
+                if m.bot_id and m.channel.startswith("C_S")
             ]
 
         total: Counter[str] = Counter()
@@ -386,7 +387,7 @@ class Soak:
         said_in: dict[str, set[str]] = {}
         for thread, ts, text in self.slack.run(read):
             for what, words in SAID.items():
-                if text.startswith(words) or words in text[:40]:
+                if text.startswith(words) or words in text[:80]:
                     total[what] += 1
                     per_thread[(thread, what)] += 1
                     said_in.setdefault(ts, set()).add(what)

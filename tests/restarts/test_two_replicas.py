@@ -117,7 +117,7 @@ def test_the_leader_killed_mid_stream_every_act_and_notice_happens_once(
 
     processes.wait(lambda: all(ledger.is_closed(thread_of(slack, n)) for _, n in released), what="redrawn")
     advance_to(sim, end - timedelta(minutes=8))  # the dead leader's claim is void by now
-    processes.wait(lambda: all(said(slack, n, "ends at") for n in expiring), what="every reminder")
+    processes.wait(lambda: all(said(slack, n, "lease on") for n in expiring), what="every reminder")
     advance_to(sim, end - timedelta(minutes=2))
     processes.wait(lambda: all(said(slack, n, "left on") for n in expiring), what="every nudge")
     advance_to(sim, end + timedelta(minutes=6))
@@ -131,9 +131,9 @@ def test_the_leader_killed_mid_stream_every_act_and_notice_happens_once(
     )
 
     for workload in expiring:
-        assert [said(slack, workload, w) for w in ("ends at", "left on", "Deleted")] == [1, 1, 1], workload
+        assert [said(slack, workload, w) for w in ("lease on", "left on", "Deleted")] == [1, 1, 1], workload
     for user in ("U_ALICE", "U_BOB", "U_ADMIN"):
-        assert len(ledger.dms(slack, user, "ends at")) == len(ledger.dms(slack, user, "left on")) == 1, user
+        assert len(ledger.dms(slack, user, "lease on")) == len(ledger.dms(slack, user, "left on")) == 1, user
     assert said(slack, failed, "Cleaned up") == 1
     assert len(pods.created) == len(STREAM) and not pods.threads_with_two_pods()
     assert len(ledger.roots(slack)) == len(STREAM) and not ledger.open_threads(slack)
