@@ -62,6 +62,10 @@ class NodeSeen:
     ready: bool
     gpus: int
     pool: str = ""
+    created: datetime | None = None
+    ready_since: datetime | None = None
+    """When it turned Ready: a watch that catches up late sees the node long after, and the timeline must
+    still put each step where it happened."""
     labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     """The node's labels, to match its pool to a profile's price; no part of the journey compares them."""
 
@@ -204,14 +208,19 @@ def _on_node(progress: Progress, seen: NodeSeen) -> tuple[Progress, list[Milesto
     out: list[Milestone] = []
     if not progress.coming:
         progress = replace(progress, coming=seen.name)
-    progress, step = _reach(progress, Step.PROVISIONING, seen.at, f"node {seen.name} is provisioning")
+    created = min(seen.created or seen.at, seen.at)
+    progress, step = _reach(progress, Step.PROVISIONING, created, f"node {seen.name} is provisioning")
     out += step
+    ready = min(max(seen.ready_since or seen.at, created), seen.at)
     if seen.ready:
-        progress, step = _reach(progress, Step.NODE_READY, seen.at, f"node {seen.name} is Ready")
+        progress, step = _reach(progress, Step.NODE_READY, ready, f"node {seen.name} is Ready")
         out += step
     if seen.ready and seen.gpus > 0:
+        # Seen late, the GPUs were allocatable before the pod was scheduled onto them, if it was.
+        scheduled = progress.at(Step.SCHEDULED) or seen.at
+        allocatable = max(min(seen.at, scheduled), ready)
         progress, step = _reach(
-            progress, Step.GPU_READY, seen.at, f"{seen.gpus} GPU allocatable on {seen.name}"
+            progress, Step.GPU_READY, allocatable, f"{seen.gpus} GPU allocatable on {seen.name}"
         )
         out += step
     return progress, out

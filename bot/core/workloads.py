@@ -330,6 +330,13 @@ def node_ready(node: Body) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
+def node_ready_since(node: Body) -> datetime | None:
+    """When the node last turned Ready (its Ready condition's transition), if it is Ready."""
+    conditions = _maps(_map(node.get("status")).get("conditions"))
+    ready = next((c for c in conditions if c.get("type") == "Ready" and c.get("status") == "True"), None)
+    return _time(ready.get("lastTransitionTime")) if ready else None
+
+
 def node_gpus(node: Body) -> int:
     """Allocatable GPUs: zero until the device plugin registers, even on a Ready node."""
     allocatable = _map(_map(node.get("status")).get("allocatable"))
@@ -353,10 +360,13 @@ def observe_node(node: Body, *, at: datetime | None = None) -> lifecycle.NodeSee
     when = at or node_time(node)
     if when is None:
         raise ValueError("node has no timestamps; pass `at`")
+    metadata = _map(node.get("metadata"))
     return lifecycle.NodeSeen(
         at=when,
-        name=_text(_map(node.get("metadata")).get("name")),
+        name=_text(metadata.get("name")),
         ready=node_ready(node),
+        created=_time(metadata.get("creationTimestamp")),
+        ready_since=node_ready_since(node),
         gpus=node_gpus(node),
         pool=node_pool(node),
         labels=node_labels(node),

@@ -28,7 +28,7 @@ from sim.slack.emulator import SlackConfig
 from sim.slack.ratelimits import FaultConfig, RateLimitConfig
 from sim.slack.runner import BackgroundSlack
 from sim.slack.socket_mode import SocketModeConfig
-from tests.integration.botkit import WAIT, Json, bot_settings, checklist, running_bot
+from tests.integration.botkit import WAIT, Json, bot_settings, running_bot, timeline
 
 EXTRA_RUNS = int(os.environ.get("GPUBOT_FAULT_RUNS", "0"))
 """The slower variant: GPUBOT_FAULT_RUNS=N tells each faulted story N more times, at seeded random
@@ -187,5 +187,5 @@ def plain(text: str) -> str:
 
 
 def steps(root: Json) -> list[str]:
-    """The root's checklist, one entry per milestone: its words and its state, without its duration."""
-    return [plain(line.split(" · ")[0]) for line in checklist(root)]
+    """The root's timeline after the request, one entry per stage passed, without how long it took."""
+    return [plain(fact.split(" +")[0]) for fact in timeline(root)[1:]]

@@ -29,12 +29,14 @@ from tests.integration.botkit import (
     CUDA,
     WAIT,
     Json,
+    advance_until,
     advance_watched,
     bot_settings,
     emulator_config,
     gpubot_pods,
     roots,
     running_bot,
+    wait_for_pods,
 )
 
 OWNER, OTHER, ADMIN = "U_ALICE", "U_BOB", "U_ADMIN"
@@ -74,10 +76,13 @@ def start(sim: world.BackgroundWorld, slack: BackgroundSlack, user: str, name: s
     """`user` runs a one-GPU workload called `name`; its thread root, once the pod exists."""
     delivery = slack.type_command(user, "C_GPU", "/gpu", f"run {CUDA} --name {name} -- sleep 3600")
     assert delivery.acked and "Requesting" in (delivery.ack_payload or {}).get("text", "")
-    naming = lambda: [r for r in roots(slack) if name in r["text"] or name in str(r["blocks"])]  # noqa: E731
-    slack.wait_until(lambda: pod_named(sim, name) and naming(), timeout=WAIT)
-    (root,) = naming()
-    slack.wait_until(lambda: has_button(slack, root["ts"], RELEASE_BUTTON), timeout=WAIT)
+    wait_for_pods(sim, slack, len(gpubot_pods(sim)) + 1)
+    pod = pod_named(sim, name)
+    assert pod is not None
+    ts = pod["metadata"]["annotations"][labels.THREAD_TS_ANNOTATION]
+    (root,) = [r for r in roots(slack) if r["ts"] == ts]
+    # The root gets its buttons with the first news (the autoscaler's verdict), on the sim's clock.
+    advance_until(sim, slack, lambda: has_button(slack, ts, RELEASE_BUTTON))
     return root
 
 

@@ -272,7 +272,9 @@ def test_a_redelivered_command_and_a_double_click_act_once(
         slack.type_command("U_ALICE", "C_GPU", "/gpu", f"release {name}")  # and once more, by hand
         processes.wait(lambda: ephemerals(slack, "being released already"), what="the answer")
         advance_until(sim, slack, lambda: ledger.is_closed(the_root(slack)) and not pods.live)
-        assert "Released by its owner" in the_root(slack)["text"] and not ledger.replies(slack, root)
+        assert "Released by its owner" in the_root(slack)["text"] and not ledger.replies(
+            slack, root, "Released"
+        )
     else:
         processes.wait(lambda: ledger.replies(slack, root, "Extended by"), what="the extension")
         bot.kill()  # anything still queued goes with it; what the cluster holds is the truth

@@ -176,6 +176,29 @@ def test_a_step_seen_after_a_later_one_is_recorded_late_not_lost() -> None:
     assert [(m.step, m.late) for m in milestones[-2:]] == [(Step.SCHEDULED, False), (Step.GPU_READY, True)]
 
 
+def test_a_node_first_seen_after_the_pod_runs_is_dated_from_its_own_stamps() -> None:
+    """The node watch was cut for the whole scale-up: the node is first seen long after the pod runs, so
+    each of its steps is dated by the node's creation and Ready transition, and the GPUs by the latest
+    moment they can have become allocatable (before the pod was scheduled onto them)."""
+    node = "gke-demo-gpu-pool-ab12cd34-x1y2"
+    progress, milestones = feed(
+        [
+            *SEED_JOURNEY[:2],
+            EventSeen(at(280), "Scheduled", f"Successfully assigned default/gpu-pod to {node}"),
+            PodSeen(at(370), "Running", node=node),
+            NodeSeen(
+                at(900), node, ready=True, gpus=1, pool="gpu-pool", created=at(130), ready_since=at(160)
+            ),
+        ]
+    )
+    assert [progress.at(s) for s in (Step.PROVISIONING, Step.NODE_READY, Step.GPU_READY)] == [
+        at(130),
+        at(160),
+        at(280),
+    ]
+    assert all(m.late for m in milestones[-3:])
+
+
 def test_an_ending_says_how_long_it_ran_since_running() -> None:
     running = PodSeen(at(60), "Running", node="gpu-1")
     failed = PodSeen(at(60 + 185), "Failed", node="gpu-1", exit_code=1, terminated_reason="Error")

@@ -291,24 +291,33 @@ def node(pool_labels: dict[str, str], *, ready: str, gpus: str | None, beat: int
     }
 
 
+BORN = {"created": T0 + timedelta(seconds=100)}
+READY = BORN | {"ready_since": T0 + timedelta(seconds=130)}
+"""When the test node was created and turned Ready: its creation stamp and its Ready transition."""
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
         (
             node({workloads.GKE_NODEPOOL_LABEL: "gpu-pool"}, ready="False", gpus=None),
-            lifecycle.NodeSeen(T0 + timedelta(seconds=130), "n1", ready=False, gpus=0, pool="gpu-pool"),
+            lifecycle.NodeSeen(
+                T0 + timedelta(seconds=130), "n1", ready=False, gpus=0, pool="gpu-pool", **BORN
+            ),
         ),
         (
             node({workloads.GKE_NODEPOOL_LABEL: "gpu-pool"}, ready="True", gpus="1", beat=250),
-            lifecycle.NodeSeen(T0 + timedelta(seconds=250), "n1", ready=True, gpus=1, pool="gpu-pool"),
+            lifecycle.NodeSeen(
+                T0 + timedelta(seconds=250), "n1", ready=True, gpus=1, pool="gpu-pool", **READY
+            ),
         ),
         (
             node({workloads.EKS_NODEGROUP_LABEL: "gpu-ng"}, ready="True", gpus="4"),
-            lifecycle.NodeSeen(T0 + timedelta(seconds=130), "n1", ready=True, gpus=4, pool="gpu-ng"),
+            lifecycle.NodeSeen(T0 + timedelta(seconds=130), "n1", ready=True, gpus=4, pool="gpu-ng", **READY),
         ),
         (
             node({}, ready="Unknown", gpus="0"),
-            lifecycle.NodeSeen(T0 + timedelta(seconds=130), "n1", ready=False, gpus=0, pool=""),
+            lifecycle.NodeSeen(T0 + timedelta(seconds=130), "n1", ready=False, gpus=0, pool="", **BORN),
         ),
     ],
 )
@@ -327,6 +336,7 @@ def test_observe_node_feeds_the_lifecycle() -> None:
     ]
     for observation in seen:
         progress, _ = lifecycle.advance(progress, observation)
+    assert progress.at(lifecycle.Step.NODE_READY) == T0 + timedelta(seconds=130)  # its Ready transition
     assert progress.at(lifecycle.Step.GPU_READY) == T0 + timedelta(seconds=250)
 
 
@@ -334,4 +344,6 @@ def test_nodes_carry_their_labels_to_price_their_pool() -> None:
     pool_labels = {workloads.GKE_NODEPOOL_LABEL: "gpu-pool", "app-type": "gpu-workloads"}
     seen = workloads.observe_node(node(pool_labels, ready="True", gpus="1"))
     assert seen.labels == pool_labels and seen.pool == "gpu-pool"
-    assert seen == lifecycle.NodeSeen(seen.at, "n1", ready=True, gpus=1, pool="gpu-pool")  # labels aside
+    assert seen == lifecycle.NodeSeen(
+        seen.at, "n1", ready=True, gpus=1, pool="gpu-pool", **READY
+    )  # labels aside
