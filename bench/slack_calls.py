@@ -98,7 +98,9 @@ def one_lifecycle() -> tuple[int, int, int, str]:
             stage.slack.type_command("U0001", channel, "/gpu", "release all")
             rig.advance_until(stage, lambda: not stage.sim.pods(), stride=5, limit=600)
             rig.advance_until(stage, lambda: not workloads.pool_nodes(stage.sim), stride=30, limit=3600)
-            stage.slack.wait_until(lambda: said(stage, channel, "drained"), timeout=SLACK_WAIT)
+            stage.slack.wait_until(
+                lambda: said(stage, channel, "Released by", roots=True), timeout=SLACK_WAIT
+            )
             stage.slack.wait_until(lambda: said(stage, "C_OPS", "back at 0"), timeout=SLACK_WAIT)
             rig.wait_for(drained(bot), timeout=SLACK_WAIT, what="the outbox draining", every=0.2)
             calls = bot_calls(stage, start)

@@ -176,7 +176,7 @@ def _on_event(progress: Progress, seen: EventSeen) -> tuple[Progress, list[Miles
             return progress, []
         pool = pool_name(match["group"])
         progress = replace(
-            progress, pool=pool, scale_up=f"{match['old']}→{match['new']} of max {match['max']}"
+            progress, pool=pool, scale_up=f"{match['old']}→{match['new']} (max {match['max']})"
         )
         progress, out = _reach(progress, Step.WAITING, seen.at, "waiting for a GPU node")
         progress, more = _reach(

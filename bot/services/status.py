@@ -57,7 +57,7 @@ def timeline(progress: lifecycle.Progress) -> tuple[str, ...]:
         if label is None:
             continue
         if step == Step.SCALE_UP and progress.scale_up:
-            label = f"scale-up {progress.scale_up.split(' of ')[0]}"
+            label = f"scale-up {progress.scale_up.split(' (')[0]}"
         facts.append(f"{label} +{notices.format_elapsed((at - progress.created).total_seconds())}")
     return tuple(facts)
 
@@ -109,14 +109,14 @@ def headline(thread: Thread) -> str:
 
 
 def awaiting_verdict(thread: Thread, now: datetime) -> bool:
-    """Only the scheduler has spoken ("no node fits"), and the autoscaler's verdict is due (VERDICT_WAIT)."""
+    """Nothing but the scheduler has spoken yet (if even it has), and the autoscaler's verdict is due
+    (VERDICT_WAIT): the root already says what was asked for, so one edit with the verdict, not two."""
     progress = thread.progress
-    since = progress.at(Step.WAITING)
+    since = progress.at(Step.WAITING) or progress.created
     return (
-        progress.step == Step.WAITING
+        progress.step in (None, Step.WAITING)
         and progress.outcome is None
         and thread.problem is None
-        and since is not None
         and now - since < VERDICT_WAIT
     )
 

@@ -149,7 +149,7 @@ class Tracker:
                 problem = provisioning.slow(thread.progress, self._usual(thread.progress.pool), now)
                 if problem is not None:
                     self._flag(key, thread, now, problem)
-                elif key not in self._shown:
+                else:  # a wait held for the autoscaler's verdict is shown once that is overdue
                     self._publish(key, thread, [])
 
     # -- informer callbacks ----------------------------------------------------------------------
@@ -351,7 +351,7 @@ class Tracker:
         note = provisioning.eta_note(thread.progress, self._usual(thread.progress.pool))
         shown = status.thread_status(thread, note=note)
         before = self._shown.get(key)
-        held = before is None and status.awaiting_verdict(thread, self._now())
+        held = status.awaiting_verdict(thread, self._now())
         if not held and (before is None or before.news() != shown.news()):
             self._chat.update(workload.channel, workload.thread_ts, shown)
             self._shown[key] = shown

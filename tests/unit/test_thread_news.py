@@ -103,3 +103,10 @@ def test_the_schedulers_word_waits_for_the_autoscalers_verdict_a_while() -> None
     assert status.awaiting_verdict(thread, T0 + timedelta(seconds=5))
     assert not status.awaiting_verdict(thread, T0 + status.VERDICT_WAIT)
     assert not status.awaiting_verdict(advanced(thread, TRIGGERED), T0 + timedelta(seconds=9))
+
+
+def test_a_pod_nobody_has_spoken_of_yet_waits_for_the_verdict_too() -> None:
+    """Just created: the root already says what was asked for; "waiting for the scheduler" is no news."""
+    fresh = replace(leased_thread(), progress=lifecycle.Progress(created=T0))
+    assert status.awaiting_verdict(fresh, T0 + timedelta(seconds=1))
+    assert not status.awaiting_verdict(fresh, T0 + status.VERDICT_WAIT)
