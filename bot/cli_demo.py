@@ -178,7 +178,13 @@ class Story:
 
     def thread_of(self, user: str) -> Json | None:
         """The user's newest thread."""
-        mine = (m for m in reversed(self.roots()) if f"<@{user}>" in m["text"] or user in str(m["blocks"]))
+        mine = (
+            m
+            for m in reversed(self.roots())
+            if f"<@{user}>" in m["text"]
+            or user in str(m["blocks"])
+            or m["text"].startswith(f"{NAMES[user]} asked for")  # the root before its first news
+        )
         return next(mine, None)
 
     def replies(self, root: Json) -> list[str]:

@@ -227,6 +227,8 @@ def _on_node(progress: Progress, seen: NodeSeen) -> tuple[Progress, list[Milesto
 
 
 def _on_pod(progress: Progress, seen: PodSeen) -> tuple[Progress, list[Milestone]]:
+    if seen.deleted and progress.outcome in (Outcome.SUCCEEDED, Outcome.FAILED):
+        return replace(progress, gone=True), []  # its end was told; the cleanup is the deleter's to say
     if seen.deleted:
         return replace(progress, outcome=Outcome.DELETED, gone=True), [
             Milestone(None, seen.at, "deleted", outcome=Outcome.DELETED)

@@ -70,6 +70,7 @@ def sentence(text: str) -> str:
 DELETED_BY_REAPER = {
     reaping.Act.EXPIRE.value: "Deleted: its lease ended and nobody extended it",
     reaping.Act.IDLE_RELEASE.value: "Deleted by the idle reaper: its GPU sat idle",
+    reaping.Act.BROKEN_START.value: "Deleted: it could not start",
 }
 
 

@@ -54,7 +54,7 @@ CUSTOM: dict[str, Any] = {
     "admins": ["U0ALICE", "U0BOB"],
     "quota": {"maxGpusPerUser": 4},
     "leases": {"defaultHours": 2.5, "maxHours": 12, "maxTotalHours": 48},
-    "reaper": {"dryRun": True, "idleThresholdPercent": 10, "idleWindowMinutes": 30},
+    "reaper": {"dryRun": True, "idleThresholdPercent": 10, "idleWindowMinutes": 30, "brokenStartMinutes": 20},
     "prometheus": {
         "url": "http://prometheus-operated.monitoring:9090",
         "gpuMetric": "DCGM_FI_PROF_GR_ENGINE_ACTIVE",

@@ -84,6 +84,7 @@ def test_non_default_values_reach_the_bot() -> None:
     reaper = found.reaper
     assert (reaper.default_lease_hours, reaper.max_lease_hours, reaper.max_total_lease_hours) == (2.5, 12, 48)
     assert reaper.dry_run and reaper.idle_threshold_percent == 10 and reaper.idle_window_minutes == 30
+    assert reaper.broken_start_minutes == 20
     assert reaper.prometheus_url == chart.CUSTOM["prometheus"]["url"]
     assert reaper.gpu_metric == "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
     assert found.cluster.namespace == "gpu-jobs"

@@ -3,19 +3,94 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 import re
+from typing import Any
 
 import pytest
 
 from bot import cli_demo
+from bot.core import labels
+from sim.cluster.store import DELETED, Change
 
 pytestmark = pytest.mark.usefixtures("slack_env")
 
 
+Json = dict[str, Any]
+
+
+class Fates:
+    """Each gpubot pod's last state as the cluster stored it, and whether it is gone: the truth each thread
+    root's last words are held to, read from the sim, not from the bot."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, Json] = {}
+        self.gone: set[str] = set()
+
+    def record(self, change: Change) -> None:
+        labelled = change.obj["metadata"].get("labels") or {}
+        if change.resource == "pods" and labelled.get(labels.MANAGED_BY_LABEL) == labels.MANAGED_BY_VALUE:
+            self.last[change.obj["metadata"]["name"]] = change.obj
+            if change.type == DELETED:
+                self.gone.add(change.obj["metadata"]["name"])
+
+
+def expected_headline(pod: Json, gone: bool) -> str:
+    """The words a root must end on for this fate: how the pod ended, else who deleted it, else where it
+    runs."""
+    phase, node = pod["status"].get("phase"), pod["spec"].get("nodeName", "")
+    if phase in ("Succeeded", "Failed"):
+        return phase
+    if not gone:
+        return f"Running on {node}" if phase == "Running" else ""
+    audit = json.loads(pod["metadata"]["annotations"].get(labels.AUDIT_ANNOTATION, "[]"))
+    last = audit[-1] if audit else {}
+    if last.get("action") == "release":
+        return (
+            "Released by its owner"
+            if last.get("actor") == last.get("owner", pod_owner(pod))
+            else "Released by"
+        )
+    if last.get("action") == "reap":
+        return {"expire": "Deleted: its lease ended", "idle-release": "Deleted by the idle reaper"}.get(
+            last.get("reason"), "Deleted"
+        )
+    return "Deleted outside gpubot"
+
+
+def pod_owner(pod: Json) -> str:
+    return str(pod["metadata"]["labels"][labels.OWNER_LABEL])
+
+
+def assert_each_root_ends_in_its_pods_fate(story: cli_demo.Story, fates: Fates) -> None:
+    roots = [m for m in story.slack.messages(cli_demo.USERS_CHANNEL) if not m["thread_ts"] and m["bot_id"]]
+    assert len(roots) == len(fates.last) > 0
+    for root in roots:
+        name = root["text"].split(":", 1)[0].split("/", 1)[1]
+        pod, gone = fates.last[name], name in fates.gone
+        headline = root["text"].split(": ", 1)[1]
+        assert headline.startswith(expected_headline(pod, gone)), (name, headline, pod["status"])
+        blocks = {b.get("block_id") for b in root["blocks"]}
+        over = gone or pod["status"].get("phase") in ("Succeeded", "Failed")
+        assert ("gpubot_actions" in blocks) != over, (
+            name,
+            "buttons on a pod that is over, or none on a live one",
+        )
+        facts = json.dumps([b for b in root["blocks"] if b.get("block_id") == "gpubot_facts"])
+        assert ("lease ends" in facts) != over, (name, "a lease on a pod that is over, or none on a live one")
+        node = pod["spec"].get("nodeName")
+        assert node is None or "gke-" not in headline or node in headline, (name, headline, node)
+
+
 def test_the_story_plays_through_with_the_bot(caplog: pytest.LogCaptureFixture) -> None:
     out = io.StringIO()
-    assert cli_demo.play_story(out) == 0
+    fates = Fates()
+    with cli_demo.demo_environment(out) as story:
+        story.sim.run(lambda: story.sim.world.store.subscribe(fates.record))
+        cli_demo.play(story)
+        assert story.bot.outbox.flush(10)
+        assert_each_root_ends_in_its_pods_fate(story, fates)
     # `gpubot demo` shows warnings between the transcript's lines; a story that plays right has none
     warned = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
     assert warned == []

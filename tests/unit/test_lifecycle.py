@@ -218,3 +218,12 @@ def test_an_ending_says_how_long_it_ran_since_running() -> None:
 def test_exit_codes_are_told_in_plain_words(code: int, meaning: str) -> None:
     said = explain.exit_meaning(code)
     assert (meaning in said) if meaning else said == ""
+
+
+def test_a_finished_pod_removed_later_keeps_its_ending() -> None:
+    """A scale-down or the reaper's cleanup takes a finished pod: it still failed (or succeeded), and its
+    GPU was back when it ended; the deletion is no new ending."""
+    failed = PodSeen(at(9), "Failed", node="gpu-1", exit_code=3, terminated_reason="Error")
+    progress, milestones = feed([failed, PodSeen(at(900), "Failed", node="gpu-1", exit_code=3, deleted=True)])
+    assert progress.outcome is Outcome.FAILED and progress.gone
+    assert [m.outcome for m in milestones if m.outcome is not None] == [Outcome.FAILED]
