@@ -11,6 +11,7 @@ import pytest
 from sim.cluster import world
 from sim.slack.deliveries import Delivery
 from sim.slack.runner import BackgroundSlack
+from sim.slack.transcript import DEFAULT_USERS
 from tests.integration.botkit import CUDA, RUN, advance_until, step_reached
 from tests.restarts import ledger, processes
 from tests.restarts.conftest import BotFactory
@@ -27,7 +28,12 @@ pytestmark = pytest.mark.usefixtures("slack_env")
 
 
 def thread_of(slack: BackgroundSlack, user: str) -> ledger.Json:
-    (root,) = [r for r in ledger.roots(slack) if f"<@{user}>" in str(r["blocks"]) or user in r["text"]]
+    name = next(u.name for u in DEFAULT_USERS if u.id == user)
+    (root,) = [
+        r
+        for r in ledger.roots(slack)
+        if f"<@{user}>" in str(r["blocks"]) or r["text"].startswith(f"{name} asked for")  # before its news
+    ]
     return root
 
 
