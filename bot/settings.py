@@ -87,6 +87,13 @@ class SlackSettings:
     """HTTP mode only: the bounds on one request and on the server's threads."""
     scale_channel: str = ""
     """Channel id for one message per scale episode; empty turns channel notifications off."""
+    team_ids: frozenset[str] = frozenset()
+    """Workspaces (`T…`) whose users gpubot serves (GPUBOT_SLACK_TEAM_IDS). With this and enterprise_ids
+    both empty, the bot token's own workspace from auth.test at start-up: requests from any other are
+    refused, since Slack user ids are unique only within a workspace (issue 21)."""
+    enterprise_ids: frozenset[str] = frozenset()
+    """Enterprise Grid orgs (`E…`) whose every workspace gpubot serves, for an org-wide install
+    (GPUBOT_SLACK_ENTERPRISE_IDS); a request naming another org is refused even from a listed team."""
 
 
 @dataclass(frozen=True)
@@ -287,6 +294,8 @@ class Settings:
                 "http_path": slack.http_path,
                 "http_limits": vars(slack.http_limits).copy(),
                 "scale_channel": slack.scale_channel,
+                "team_ids": sorted(slack.team_ids),
+                "enterprise_ids": sorted(slack.enterprise_ids),
             },
             "cluster": vars(self.cluster).copy(),
             "redis": {"url": redact_url(self.redis.url), "key_prefix": self.redis.key_prefix},
@@ -428,7 +437,18 @@ def _read_slack(env: _EnvReader) -> SlackSettings:
         http_path=env.text("SLACK_HTTP_PATH", "/slack/events"),
         http_limits=_read_http_limits(env),
         scale_channel=env.text("GPUBOT_SCALE_CHANNEL"),
+        team_ids=_read_slack_ids(env, "GPUBOT_SLACK_TEAM_IDS", "T"),
+        enterprise_ids=_read_slack_ids(env, "GPUBOT_SLACK_ENTERPRISE_IDS", "E"),
     )
+
+
+def _read_slack_ids(env: _EnvReader, name: str, prefix: str) -> frozenset[str]:
+    """A comma (or space) list of Slack ids, each `prefix` then capitals and digits, as Slack shows them."""
+    ids = frozenset(word for word in re.split(r"[\s,]+", env.text(name)) if word)
+    wrong = sorted(i for i in ids if not re.fullmatch(rf"{prefix}[A-Z0-9_]{{1,31}}", i))
+    if wrong:
+        env.problems.append(f"{name}: {', '.join(map(repr, wrong))} not like {prefix}0123ABCD (a Slack id)")
+    return ids
 
 
 def _read_http_limits(env: _EnvReader) -> HttpLimits:
