@@ -437,14 +437,16 @@ def _read_slack(env: _EnvReader) -> SlackSettings:
         http_path=env.text("SLACK_HTTP_PATH", "/slack/events"),
         http_limits=_read_http_limits(env),
         scale_channel=env.text("GPUBOT_SCALE_CHANNEL"),
-        team_ids=_read_slack_ids(env, "GPUBOT_SLACK_TEAM_IDS", "T"),
-        enterprise_ids=_read_slack_ids(env, "GPUBOT_SLACK_ENTERPRISE_IDS", "E"),
+        team_ids=_slack_ids(env, "GPUBOT_SLACK_TEAM_IDS", env.text("GPUBOT_SLACK_TEAM_IDS"), prefix="T"),
+        enterprise_ids=_slack_ids(
+            env, "GPUBOT_SLACK_ENTERPRISE_IDS", env.text("GPUBOT_SLACK_ENTERPRISE_IDS"), prefix="E"
+        ),
     )
 
 
-def _read_slack_ids(env: _EnvReader, name: str, prefix: str) -> frozenset[str]:
+def _slack_ids(env: _EnvReader, name: str, text: str, *, prefix: str) -> frozenset[str]:
     """A comma (or space) list of Slack ids, each `prefix` then capitals and digits, as Slack shows them."""
-    ids = frozenset(word for word in re.split(r"[\s,]+", env.text(name)) if word)
+    ids = frozenset(word for word in re.split(r"[\s,]+", text) if word)
     wrong = sorted(i for i in ids if not re.fullmatch(rf"{prefix}[A-Z0-9_]{{1,31}}", i))
     if wrong:
         env.problems.append(f"{name}: {', '.join(map(repr, wrong))} not like {prefix}0123ABCD (a Slack id)")

@@ -368,3 +368,20 @@ def test_redact_urls_in_masks_every_password_in_free_text(text: str, shown: str 
 )
 def test_strip_credentials_splits_the_userinfo_off(url: str, bare: str, credentials: str) -> None:
     assert settings.strip_credentials(url) == (bare, credentials)
+
+
+def test_the_served_workspaces_are_comma_lists_of_slack_ids() -> None:
+    found = settings.Settings.from_env(
+        {**SOCKET_ENV, "GPUBOT_SLACK_TEAM_IDS": "T0ML, T0RESEARCH", "GPUBOT_SLACK_ENTERPRISE_IDS": "E0ACME"}
+    ).slack
+    assert (found.team_ids, found.enterprise_ids) == ({"T0ML", "T0RESEARCH"}, {"E0ACME"})
+    learned = settings.Settings.from_env(SOCKET_ENV).slack
+    assert learned.team_ids == learned.enterprise_ids == frozenset()  # from auth.test at start-up
+    with pytest.raises(settings.SettingsError) as raised:
+        settings.Settings.from_env(
+            {**SOCKET_ENV, "GPUBOT_SLACK_TEAM_IDS": "U0ALICE,t0ml", "GPUBOT_SLACK_ENTERPRISE_IDS": "T0ML"}
+        )
+    assert raised.value.problems == (
+        "GPUBOT_SLACK_TEAM_IDS: 'U0ALICE', 't0ml' not like T0123ABCD (a Slack id)",
+        "GPUBOT_SLACK_ENTERPRISE_IDS: 'T0ML' not like E0123ABCD (a Slack id)",
+    )
