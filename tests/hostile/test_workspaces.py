@@ -1,10 +1,10 @@
 """Issue 21, finding 5: requests from another workspace or Grid org are refused, and change nothing.
 
 Over the real bot, the sim, the emulator and Redis, per surface (a command, a button, a modal submission)
-and per stranger: a user of another team, a user of another org, and `U_ALICE` of another team (Slack user
-ids are unique only within a workspace, so that is not our alice). Before this check, a user of another
-workspace created a GPU pod, `U_ALICE` of another team extended alice's workload and an admin id of
-another team released it.
+and per stranger: a user of another team, a user of another org, `U_ALICE` and `U_ADMIN` of another team
+(Slack user ids are unique only within a workspace, so those are not ours). Before this check, a user of
+another workspace created a GPU pod, `U_ALICE` of another team extended alice's workload and an admin id
+of another team released it.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ STRANGERS = {
     "another team's user": ("U_EVE", OTHER_TEAM),
     "another org's user": ("U_EVE", OTHER_ORG),
     "U_ALICE of another team": (OWNER, OTHER_TEAM),
+    "U_ADMIN of another team": ("U_ADMIN", OTHER_TEAM),  # our U_ADMIN may act on anyone's workload
 }
 MODAL = {
     "type": "modal",
