@@ -36,7 +36,7 @@ from bot.adapters import (
     slack_render,
     store,
 )
-from bot.core import notices, pools, ports, warm, workloads
+from bot.core import notices, pools, ports, warm, workloads, workspaces
 from bot.core.ports import WatchCallback
 from bot.services import Services, launcher, leases, reaper, scale_notifier, tracker
 from bot.services import doctor as doctor_service
@@ -404,7 +404,7 @@ def build(
         # runs before a response.
         process_before_response=True,
     )
-    handlers.register(app, services)
+    handlers.register(app, services, installation=served_workspaces(slack, app.client))
     tracked = reaper.live_from(services.tracker.threads)  # gpubot's pods as the informers hold them
     scales = None
     if slack.scale_channel:
@@ -458,6 +458,23 @@ def build(
             on_stopped_leading=bot.follow,
         )  # the Lease is between replicas, so it keeps real time even when the bot's clock is a sim's
     return bot
+
+
+def served_workspaces(slack: settings_module.SlackSettings, client: WebClient) -> workspaces.Installation:
+    """The configured workspaces, else the bot token's own (auth.test, which Bolt's App has just called
+    once too: it keeps the answer to itself)."""
+    answer = client.auth_test().data
+    found = workspaces.installation(
+        team_ids=slack.team_ids,
+        enterprise_ids=slack.enterprise_ids,
+        auth_test=answer if isinstance(answer, dict) else {},
+    )
+    logger.info(
+        "serving Slack workspaces %s, Enterprise Grid orgs %s",
+        sorted(found.team_ids) or "(none)",
+        sorted(found.enterprise_ids) or "(none)",
+    )
+    return found
 
 
 class _QuietRequestHandler(http_server.DeadlineHandlerMixIn, simple_server.WSGIRequestHandler):

@@ -87,6 +87,13 @@ class SlackSettings:
     """HTTP mode only: the bounds on one request and on the server's threads."""
     scale_channel: str = ""
     """Channel id for one message per scale episode; empty turns channel notifications off."""
+    team_ids: frozenset[str] = frozenset()
+    """Workspaces (`T…`) whose users gpubot serves (GPUBOT_SLACK_TEAM_IDS). With this and enterprise_ids
+    both empty, the bot token's own workspace from auth.test at start-up: requests from any other are
+    refused, since Slack user ids are unique only within a workspace (issue 21)."""
+    enterprise_ids: frozenset[str] = frozenset()
+    """Enterprise Grid orgs (`E…`) whose every workspace gpubot serves, for an org-wide install
+    (GPUBOT_SLACK_ENTERPRISE_IDS); a request naming another org is refused even from a listed team."""
 
 
 @dataclass(frozen=True)
@@ -134,8 +141,9 @@ class ReaperSettings:
     broken_start_minutes: float = 10.0
     """A pod unable to start this long (ImagePullBackOff, CrashLoopBackOff, CreateContainerConfigError) is
     released with the reason in its thread, so its GPU node can drain; one that never can, at once."""
-    prometheus_url: str = ""
-    """Prometheus HTTP API with the DCGM exporter's metrics; empty turns idleness detection off."""
+    prometheus_url: str = field(default="", repr=False)
+    """Prometheus HTTP API with the DCGM exporter's metrics; empty turns idleness detection off. A
+    `user:password@` in it is sent as HTTP basic auth, and masked wherever the URL is logged."""
     gpu_metric: str = "DCGM_FI_DEV_GPU_UTIL"
     """Or DCGM_FI_PROF_GR_ENGINE_ACTIVE (a 0-1 ratio), whichever the exporter is set to collect."""
     interval_seconds: float = 60.0
@@ -280,20 +288,22 @@ class Settings:
                 "bot_token": _mask(slack.bot_token),
                 "app_token": _mask(slack.app_token),
                 "signing_secret": _mask(slack.signing_secret),
-                "api_base_url": slack.api_base_url,
+                "api_base_url": redact_url(slack.api_base_url),
                 "mode": slack.mode,
                 "http_port": slack.http_port,
                 "http_path": slack.http_path,
                 "http_limits": vars(slack.http_limits).copy(),
                 "scale_channel": slack.scale_channel,
+                "team_ids": sorted(slack.team_ids),
+                "enterprise_ids": sorted(slack.enterprise_ids),
             },
             "cluster": vars(self.cluster).copy(),
             "redis": {"url": redact_url(self.redis.url), "key_prefix": self.redis.key_prefix},
-            "reaper": vars(self.reaper).copy(),
+            "reaper": vars(self.reaper) | {"prometheus_url": redact_url(self.reaper.prometheus_url)},
             "quota": {"max_gpus_per_user": self.quota.max_gpus_per_user, "admins": sorted(self.quota.admins)},
             "profiles": vars(self.profiles).copy(),
             "leader": vars(self.leader).copy(),
-            "cloud": vars(self.cloud).copy(),
+            "cloud": {k: redact_url(v) if k.endswith("endpoint") else v for k, v in vars(self.cloud).items()},
             "warm": {"schedules": [s.text for s in self.warm.schedules], "configmap": self.warm.configmap},
             "log_level": self.log_level,
             "log_json": self.log_json,
@@ -313,6 +323,26 @@ def redact_url(url: str) -> str:
     user = parts.username or ""
     host = parts.netloc.rsplit("@", 1)[1]
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:{REDACTED}@{host}"))
+
+
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)[^\s/?#]*@")
+"""`scheme://user:` then the password up to the authority's last `@` (as urlsplit reads it)."""
+
+
+def redact_urls_in(text: str) -> str:
+    """Every `scheme://user:password@` in free text (a log line, an error) with the password masked."""
+    return _URL_PASSWORD.sub(lambda found: f"{found['head']}{REDACTED}@", text)
+
+
+def strip_credentials(url: str) -> tuple[str, str]:
+    """(`url` without its `user:password@`, `user:password` unquoted or ""): a client sends the pair as
+    basic auth, since urllib3 drops a URL's userinfo without a word."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, ""
+    bare = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    user = urllib.parse.unquote(parts.username or "")
+    return bare, f"{user}:{urllib.parse.unquote(parts.password or '')}"
 
 
 # --- environment -----------------------------------------------------------------------------------------
@@ -407,7 +437,20 @@ def _read_slack(env: _EnvReader) -> SlackSettings:
         http_path=env.text("SLACK_HTTP_PATH", "/slack/events"),
         http_limits=_read_http_limits(env),
         scale_channel=env.text("GPUBOT_SCALE_CHANNEL"),
+        team_ids=_slack_ids(env, "GPUBOT_SLACK_TEAM_IDS", env.text("GPUBOT_SLACK_TEAM_IDS"), prefix="T"),
+        enterprise_ids=_slack_ids(
+            env, "GPUBOT_SLACK_ENTERPRISE_IDS", env.text("GPUBOT_SLACK_ENTERPRISE_IDS"), prefix="E"
+        ),
     )
+
+
+def _slack_ids(env: _EnvReader, name: str, text: str, *, prefix: str) -> frozenset[str]:
+    """A comma (or space) list of Slack ids, each `prefix` then capitals and digits, as Slack shows them."""
+    ids = frozenset(word for word in re.split(r"[\s,]+", text) if word)
+    wrong = sorted(i for i in ids if not re.fullmatch(rf"{prefix}[A-Z0-9_]{{1,31}}", i))
+    if wrong:
+        env.problems.append(f"{name}: {', '.join(map(repr, wrong))} not like {prefix}0123ABCD (a Slack id)")
+    return ids
 
 
 def _read_http_limits(env: _EnvReader) -> HttpLimits:
@@ -531,7 +574,7 @@ def _read_cloud(env: _EnvReader) -> CloudSettings:
     for name in ("GPUBOT_GKE_ENDPOINT", "GPUBOT_EKS_ENDPOINT", "GPUBOT_AUTOSCALING_ENDPOINT"):
         endpoints[name] = env.text(name).rstrip("/")
         if endpoints[name] and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", endpoints[name]):
-            env.problems.append(f"{name}={endpoints[name]!r}: expected an http(s) URL")
+            env.problems.append(f"{name}={redact_urls_in(endpoints[name])!r}: expected an http(s) URL")
     return CloudSettings(
         gke_endpoint=endpoints["GPUBOT_GKE_ENDPOINT"],
         eks_endpoint=endpoints["GPUBOT_EKS_ENDPOINT"],

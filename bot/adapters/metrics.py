@@ -17,6 +17,7 @@ from typing import Any
 
 import urllib3
 
+from bot import settings
 from bot.core import errors
 from bot.core.idleness import Utilisation
 
@@ -39,13 +40,17 @@ class PrometheusMetrics:
         if metric not in PERCENT_PER_UNIT:
             raise ValueError(f"metric must be one of {', '.join(PERCENT_PER_UNIT)}, not {metric!r}")
         if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"the Prometheus URL must start with http:// or https://, not {base_url!r}")
+            shown = settings.redact_url(base_url)
+            raise ValueError(f"the Prometheus URL must start with http:// or https://, not {shown!r}")
         if timeout <= 0:
             raise ValueError("timeout must be positive")
+        bare, credentials = settings.strip_credentials(base_url)
         self.metric = metric
         self.timeout = timeout
-        self._url = base_url.rstrip("/") + "/api/v1/query"
-        self._http = urllib3.PoolManager(timeout=urllib3.Timeout(total=timeout), retries=False)
+        self._url = bare.rstrip("/") + "/api/v1/query"
+        """Without the credentials, so every error and log line that names it is safe to show."""
+        auth = urllib3.make_headers(basic_auth=credentials) if credentials else {}
+        self._http = urllib3.PoolManager(timeout=urllib3.Timeout(total=timeout), retries=False, headers=auth)
 
     def close(self) -> None:
         self._http.clear()

@@ -30,7 +30,7 @@ from prometheus_client.registry import Collector
 
 from bot.adapters import http_server, slack_outbox
 from bot.core import ports
-from bot.settings import HttpLimits
+from bot.settings import HttpLimits, redact_urls_in
 
 logger = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ class JsonFormatter(logging.Formatter):
             message=record.getMessage(),
         )
         if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+            entry["exception"] = record.exc_text or self.formatException(record.exc_info)
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
         return json.dumps(entry, default=str, ensure_ascii=False)
@@ -269,12 +269,32 @@ def rfc3339(timestamp: float) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+class UrlPasswordFilter(logging.Filter):
+    """Masks `scheme://user:password@` in every line, whoever logs it (gpubot, urllib3, an exception's
+    text): a URL's password reaches the log through settings, errors and libraries alike (issue 21)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = redact_urls_in(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_urls_in(record.exc_text)
+        return True
+
+
 def configure_logging(level: str, *, json_lines: bool) -> None:
-    """Set the root level, and with `json_lines` make every root handler write JSON (one is added if none)."""
+    """Set the root level, and with `json_lines` make every root handler write JSON (one is added if none);
+    every root handler masks URL passwords."""
     root = logging.getLogger()
     root.setLevel(level)
     if not root.handlers:
         root.addHandler(logging.StreamHandler())
+    for handler in root.handlers:
+        if not any(isinstance(f, UrlPasswordFilter) for f in handler.filters):
+            handler.addFilter(UrlPasswordFilter())
     if json_lines:
         for handler in root.handlers:
             handler.setFormatter(JsonFormatter())

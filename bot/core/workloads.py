@@ -75,6 +75,17 @@ class EventSubject:
     uid: str
 
 
+def name_in_key(key: str) -> str | None:
+    """The workload name a button's `namespace/name` value carries; None for anything else.
+
+    A click's value comes back from Slack as the clicker's client sent it, so it can be forged: an empty
+    name must not fall through to "your only workload" (issue 21), as `/gpu release` without a name does."""
+    namespace, slash, name = key.partition("/")
+    if not slash or not labels.is_dns1123_label(namespace) or not labels.is_dns1123_label(name):
+        return None
+    return name
+
+
 def _map(value: Any) -> Body:
     return value if isinstance(value, Mapping) else {}
 

@@ -97,18 +97,36 @@ class Leases:
 
     def release_key(self, key: str, actor: str, channel: str) -> None:
         """The Release button; every button's value is the workload's `namespace/name`."""
+        name = self.button_target(key, actor, channel)
+        if name is None:
+            return
         with launcher.failures_told(self._chat, channel, actor, "the Release button"):
-            self.release(models.ReleaseRequest(name=key.rpartition("/")[2]), actor, channel)
+            self.release(models.ReleaseRequest(name=name), actor, channel)
 
     def extend_key(self, key: str, actor: str, channel: str) -> None:
         """The Extend button: the default lease's hours more, as whoever pressed it."""
+        name = self.button_target(key, actor, channel)
+        if name is None:
+            return
         with launcher.failures_told(self._chat, channel, actor, "the Extend button"):
-            self.extend(models.ExtendRequest(name=key.rpartition("/")[2]), actor, channel)
+            self.extend(models.ExtendRequest(name=name), actor, channel)
 
     def keep_key(self, key: str, actor: str, channel: str) -> None:
         """The Keep button on an idle warning."""
+        name = self.button_target(key, actor, channel)
+        if name is None:
+            return
         with launcher.failures_told(self._chat, channel, actor, "the Keep button"):
-            self.keep(key.rpartition("/")[2], actor, channel)
+            self.keep(name, actor, channel)
+
+    def button_target(self, key: str, actor: str, channel: str) -> str | None:
+        """The workload a button names, or None after telling the clicker that it names none: a value
+        that is not `namespace/name` never came from gpubot's own buttons."""
+        name = workloads.name_in_key(key)
+        if name is None:
+            logger.warning("refused a click by %s whose value %r names no workload", actor, key[:80])
+            self._tell(channel, actor, "That button does not name a gpubot workload; nothing was changed.")
+        return name
 
     # -- /gpu release ------------------------------------------------------------------------------
     def release(self, request: models.ReleaseRequest, actor: str, channel: str) -> list[str]:

@@ -66,7 +66,9 @@ class Logs:
 
     def logs_key(self, key: str, actor: str, channel: str) -> None:
         """The Logs button; its value is the workload's `namespace/name`."""
-        self.handle(models.LogsRequest(name=key.rpartition("/")[2]), actor, channel)
+        name = self._leases.button_target(key, actor, channel)
+        if name is not None:
+            self.handle(models.LogsRequest(name=name), actor, channel)
 
     def answer(self, workload: workloads.Workload, tail: int, *, reader: str) -> notices.Ephemeral:
         """The last `tail` lines for `reader` (already allowed to read them): all in the ephemeral when they

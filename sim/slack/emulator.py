@@ -22,7 +22,7 @@ from sim.slack.http_mode import HttpModeConfig
 from sim.slack.ratelimits import FaultConfig, Faults, RateLimitConfig, RateLimiter
 from sim.slack.responses import ResponseUrls
 from sim.slack.socket_mode import LINK_PATH, SocketModeConfig, SocketModeHub
-from sim.slack.transcript import DEFAULT_CHANNELS, DEFAULT_USERS, Identity, Json, User, Workspace
+from sim.slack.transcript import DEFAULT_CHANNELS, DEFAULT_USERS, Identity, Json, Team, User, Workspace
 from sim.slack.users import SimulatedUsers, respond
 
 logger = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ class SlackEmulator:
             self.workspace,
             deliver=self.deliver,
             response_urls=self.response_urls,
-            triggers=self.context.triggers,
+            context=self.context,
             base_url=lambda: self.url,
         )
         self.calls: list[Call] = []
@@ -135,6 +135,7 @@ class SlackEmulator:
                 web.get("/emulator/v1/calls", self._calls),
                 web.post("/emulator/v1/command", self._command),
                 web.post("/emulator/v1/click", self._click),
+                web.post("/emulator/v1/submit", self._submit),
                 web.post("/emulator/v1/message", self._message),
                 web.post("/emulator/v1/disconnect", self._disconnect),
                 web.post("/emulator/v1/ratelimits", self._set_rate_limits),
@@ -236,6 +237,7 @@ class SlackEmulator:
                 str(body.get("channel", "")),
                 str(body.get("command", "")),
                 str(body.get("text", "")),
+                team=_team(body.get("team")),
             )
         )
 
@@ -249,6 +251,20 @@ class SlackEmulator:
                 str(body.get("message_ts", "")),
                 str(body.get("action_id", "")),
                 None if value is None else str(value),
+                team=_team(body.get("team")),
+            )
+        )
+
+    async def _submit(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        raw = body.get("values")
+        typed = raw if isinstance(raw, dict) else {}
+        return await _delivery_response(
+            self.users.submit_view(
+                str(body.get("user", "")),
+                str(body.get("view_id", "")),
+                {str(k): str(v) for k, v in typed.items()},
+                team=_team(body.get("team")),
             )
         )
 
@@ -343,6 +359,15 @@ def bearer_token(request: web.Request) -> str:
 
 def _ratelimited(retry_after: int) -> tuple[int, Json, dict[str, str]]:
     return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)}
+
+
+def _team(raw: Any) -> Team | None:
+    """A control request's `team`: `{"id", "domain", "enterprise_id", "enterprise_name"}`, to act as a
+    user of that workspace; absent, the emulated one."""
+    if not isinstance(raw, dict) or not raw.get("id"):
+        return None
+    fields = ("domain", "enterprise_id", "enterprise_name")
+    return Team(str(raw["id"]), **{name: str(raw.get(name) or "") for name in fields})
 
 
 async def _json_body(request: web.Request) -> Json:

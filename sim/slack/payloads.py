@@ -1,6 +1,10 @@
 """The request bodies Slack sends an app when a user acts: slash commands, button clicks, message events.
 
 They are the same dicts in Socket Mode (as an envelope's `payload`) and in HTTP mode (as the POST body).
+Each names the workspace (`Team`) the user acts from, and its Enterprise Grid org, in the fields Slack's
+references show: api.slack.com/interactivity/slash-commands (`team_id`, `team_domain`, `enterprise_id`,
+`enterprise_name`) and api.slack.com/reference/interaction-payloads/block-actions (`team`, `user.team_id`,
+`enterprise`).
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sim.slack.transcript import Ephemeral, Json, Message, Workspace
+from sim.slack.transcript import Ephemeral, Json, Message, Team, Workspace
 
 VERIFICATION_TOKEN = "emulated-verification-token"
 """The deprecated per-app token Slack still puts in every payload."""
@@ -30,24 +34,54 @@ def new_trigger_id() -> str:
 
 
 def slash_command(
-    ws: Workspace, *, user: str, channel: str, command: str, text: str, response_url: str, trigger_id: str
+    ws: Workspace,
+    *,
+    user: str,
+    team: Team,
+    channel: str,
+    command: str,
+    text: str,
+    response_url: str,
+    trigger_id: str,
 ) -> Json:
-    ident = ws.identity
+    grid = {"enterprise_id": team.enterprise_id, "enterprise_name": team.enterprise_name}
     return {
         "token": VERIFICATION_TOKEN,
-        "team_id": ident.team_id,
-        "team_domain": ident.team_domain,
+        "team_id": team.id,
+        "team_domain": team.domain,
+        **(grid if team.enterprise_id else {}),
         "channel_id": channel,
         "channel_name": _channel_name(ws, channel),
         "user_id": user,
-        "user_name": ws.users[user].name,
+        "user_name": user_name(ws, user),
         "command": command,
         "text": text,
-        "api_app_id": ident.app_id,
+        "api_app_id": ws.identity.app_id,
         "is_enterprise_install": "false",
         "response_url": response_url,
         "trigger_id": trigger_id,
     }
+
+
+def user_name(ws: Workspace, user: str) -> str:
+    """The emulated workspace's name for `user`; a user of another team is named by their id."""
+    known = ws.users.get(user)
+    return known.name if known else user.lower()
+
+
+def team_field(team: Team) -> Json:
+    """`team` of an interaction payload: in a Grid org it also names the org."""
+    grid = {"enterprise_id": team.enterprise_id, "enterprise_name": team.enterprise_name}
+    return {"id": team.id, "domain": team.domain, **(grid if team.enterprise_id else {})}
+
+
+def user_field(ws: Workspace, user: str, team: Team) -> Json:
+    name = user_name(ws, user)
+    return {"id": user, "username": name, "name": name, "team_id": team.id}
+
+
+def enterprise_field(team: Team) -> Json | None:
+    return {"id": team.enterprise_id, "name": team.enterprise_name} if team.enterprise_id else None
 
 
 def iter_buttons(blocks: list[Json]) -> Iterator[Button]:
@@ -79,6 +113,7 @@ def block_actions(
     ws: Workspace,
     *,
     user: str,
+    team: Team,
     target: Message | Ephemeral,
     button: Button,
     value: str,
@@ -86,7 +121,7 @@ def block_actions(
     response_url: str,
     trigger_id: str,
 ) -> Json:
-    ident, human = ws.identity, ws.users[user]
+    ident = ws.identity
     ephemeral = isinstance(target, Ephemeral)
     container: Json = {
         "type": "message",
@@ -96,13 +131,13 @@ def block_actions(
     }
     payload: Json = {
         "type": "block_actions",
-        "user": {"id": user, "username": human.name, "name": human.name, "team_id": ident.team_id},
+        "user": user_field(ws, user, team),
         "api_app_id": ident.app_id,
         "token": VERIFICATION_TOKEN,
         "container": container,
         "trigger_id": trigger_id,
-        "team": {"id": ident.team_id, "domain": ident.team_domain},
-        "enterprise": None,
+        "team": team_field(team),
+        "enterprise": enterprise_field(team),
         "is_enterprise_install": False,
         "channel": {"id": target.channel, "name": _channel_name(ws, target.channel)},
         "state": {"values": {}},
@@ -150,7 +185,7 @@ def message_event(ws: Workspace, *, message: Message, mention: bool) -> Json:
         "event_time": int(float(message.ts)),
         "authorizations": [
             {
-                "enterprise_id": None,
+                "enterprise_id": ident.enterprise_id or None,
                 "team_id": ident.team_id,
                 "user_id": ident.bot_user_id,
                 "is_bot": True,

@@ -18,7 +18,7 @@ from sim.slack import render
 from sim.slack.deliveries import Delivery
 from sim.slack.emulator import Call, SlackConfig, SlackEmulator
 from sim.slack.ratelimits import FaultConfig, RateLimitConfig
-from sim.slack.transcript import Json
+from sim.slack.transcript import Json, Team
 
 T = TypeVar("T")
 
@@ -75,17 +75,38 @@ class BackgroundSlack:
         return self.call(wrapper)
 
     # -- the simulated users ----------------------------------------------------------------
-    def type_command(self, user: str, channel: str, command: str, text: str = "") -> Delivery:
-        """`user` (id or name) types `command text` in `channel` (id, #name, or a user id for the DM)."""
-        return self.call(lambda: self.emulator.users.type_command(user, channel, command, text))
+    def type_command(
+        self, user: str, channel: str, command: str, text: str = "", *, team: Team | None = None
+    ) -> Delivery:
+        """`user` (id or name) types `command text` in `channel` (id, #name, or a user id for the DM);
+        with `team`, as a user of that other workspace (the id taken as given)."""
+        return self.call(lambda: self.emulator.users.type_command(user, channel, command, text, team=team))
 
     def click_button(
-        self, user: str, channel: str, message_ts: str, action_id: str, value: str | None = None
+        self,
+        user: str,
+        channel: str,
+        message_ts: str,
+        action_id: str,
+        value: str | None = None,
+        *,
+        team: Team | None = None,
     ) -> Delivery:
         """Click `action_id` on a message (or the user's own ephemeral); value defaults to the button's."""
         return self.call(
-            lambda: self.emulator.users.click_button(user, channel, message_ts, action_id, value)
+            lambda: self.emulator.users.click_button(user, channel, message_ts, action_id, value, team=team)
         )
+
+    def submit_view(
+        self, user: str, view_id: str, typed: dict[str, str] | None = None, *, team: Team | None = None
+    ) -> Delivery:
+        """Submit an open modal (views.open) with `typed` in its inputs by block_id; `shown` says what
+        the ack did to it (closed, errors, updated, pushed, cleared)."""
+        return self.call(lambda: self.emulator.users.submit_view(user, view_id, typed, team=team))
+
+    def open_views(self) -> list[Json]:
+        """The modals open now, bottom of each stack first, as views.open answered them."""
+        return self.run(lambda: [dict(v) for v in self.emulator.context.views])
 
     def redeliver(self, delivery: Delivery) -> Delivery:
         """Send an earlier request's payload again in a new envelope, as Slack does when an ack was lost."""

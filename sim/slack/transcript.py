@@ -198,6 +198,18 @@ class TsClock:
 
 
 @dataclass(frozen=True)
+class Team:
+    """A workspace a user acts from: the emulated one, or another (a Slack Connect channel's external
+    member, a sister workspace of an Enterprise Grid org). Slack user ids are unique only within one."""
+
+    id: str
+    domain: str
+    enterprise_id: str = ""
+    """The Enterprise Grid org the workspace belongs to; empty outside Grid."""
+    enterprise_name: str = ""
+
+
+@dataclass(frozen=True)
 class Identity:
     team_id: str = "T_GPULAB"
     team_name: str = "GPU Lab"
@@ -206,6 +218,13 @@ class Identity:
     bot_user_id: str = "U_GPUBOT"
     bot_id: str = "B_GPUBOT"
     bot_name: str = "gpubot"
+    enterprise_id: str = ""
+    """Set for a workspace inside an Enterprise Grid org: payloads and auth.test then name the org."""
+    enterprise_name: str = ""
+
+    def home(self) -> Team:
+        """The emulated workspace as a `Team`: where its own users act from."""
+        return Team(self.team_id, self.team_domain, self.enterprise_id, self.enterprise_name)
 
 
 DEFAULT_USERS = (

@@ -9,12 +9,13 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
-from sim.slack import payloads
+from sim.slack import payloads, submissions
 from sim.slack.deliveries import Delivery
 from sim.slack.responses import ResponseTarget, ResponseUrls, apply_response, refusal
-from sim.slack.transcript import Channel, Ephemeral, Json, Message, Workspace
+from sim.slack.transcript import Channel, Ephemeral, Json, Message, Team, Workspace
+from sim.slack.webapi import Context
 
 Deliver = Callable[[str, Json, bool], Awaitable[Delivery]]
 
@@ -33,14 +34,23 @@ class SimulatedUsers:
         *,
         deliver: Deliver,
         response_urls: ResponseUrls,
-        triggers: dict[str, float],
+        context: Context,
         base_url: Callable[[], str],
     ) -> None:
         self.workspace = workspace
         self._deliver = deliver
         self._response_urls = response_urls
-        self._triggers = triggers
+        self._context = context
+        self._triggers = context.triggers
         self._base_url = base_url
+
+    def _actor(self, user: str, team: Team | None) -> tuple[str, Team]:
+        """(user id, the workspace they act from). A user of another team is taken at their word: their
+        id may even be one of ours, since Slack user ids are unique only within a workspace."""
+        home = self.workspace.identity.home()
+        if team is None or team == home:
+            return self._user(user), home
+        return user, team
 
     def _user(self, user: str) -> str:
         if user in self.workspace.users:
@@ -63,8 +73,11 @@ class SimulatedUsers:
         self._triggers[trigger_id] = time.time()
         return trigger_id
 
-    async def type_command(self, user: str, channel: str, command: str, text: str = "") -> Delivery:
-        user_id, chan = self._user(user), self._channel(channel)
+    async def type_command(
+        self, user: str, channel: str, command: str, text: str = "", *, team: Team | None = None
+    ) -> Delivery:
+        """`team`: the user acts from another workspace (a Slack Connect channel, a sister workspace)."""
+        (user_id, acting), chan = self._actor(user, team), self._channel(channel)
         self.workspace.record_action(
             kind="command", user=user_id, channel=chan.id, detail=f"{command} {text}"
         )
@@ -72,6 +85,7 @@ class SimulatedUsers:
         payload = payloads.slash_command(
             self.workspace,
             user=user_id,
+            team=acting,
             channel=chan.id,
             command=command,
             text=text,
@@ -88,9 +102,16 @@ class SimulatedUsers:
         return dataclasses.replace(delivery, shown=shown)
 
     async def click_button(
-        self, user: str, channel: str, message_ts: str, action_id: str, value: str | None = None
+        self,
+        user: str,
+        channel: str,
+        message_ts: str,
+        action_id: str,
+        value: str | None = None,
+        *,
+        team: Team | None = None,
     ) -> Delivery:
-        user_id, chan = self._user(user), self._channel(channel)
+        (user_id, acting), chan = self._actor(user, team), self._channel(channel)
         target_message = self._clickable(user_id, chan.id, message_ts)
         button = payloads.find_button(target_message.blocks, action_id)
         action = self.workspace.record_action(kind="click", user=user_id, channel=chan.id, detail=action_id)
@@ -99,6 +120,7 @@ class SimulatedUsers:
         payload = payloads.block_actions(
             self.workspace,
             user=user_id,
+            team=acting,
             target=target_message,
             button=button,
             value=button.value if value is None else value,
@@ -109,6 +131,31 @@ class SimulatedUsers:
         delivery = await self._deliver("interactive", payload, False)
         # Slack ignores a payload on a block_actions ack; an unacked click only shows a warning icon.
         return dataclasses.replace(delivery, shown="nothing" if delivery.acked else "warning")
+
+    async def submit_view(
+        self, user: str, view_id: str, typed: Mapping[str, str] | None = None, *, team: Team | None = None
+    ) -> Delivery:
+        """Press Submit on an open modal, with `typed` in its inputs (by block_id); the ack's
+        response_action then closes, updates, pushes or keeps the modal (`Delivery.shown` says which)."""
+        user_id, acting = self._actor(user, team)
+        view = submissions.find_view(self._context, view_id)
+        self.workspace.record_action(
+            kind="submit", user=user_id, channel="", detail=str(view.get("callback_id", ""))
+        )
+        payload = submissions.view_submission(
+            self.workspace,
+            user=user_id,
+            team=acting,
+            view=view,
+            typed=typed or {},
+            trigger_id=self._trigger(),
+        )
+        delivery = await self._deliver("interactive", payload, True)
+        shown = (
+            submissions.apply_ack(self._context, view, delivery.ack_payload) if delivery.acked else "warning"
+        )
+        self.workspace.changed()
+        return dataclasses.replace(delivery, shown=shown)
 
     def _clickable(self, user: str, channel: str, ts: str) -> Message | Ephemeral:
         message = self.workspace.messages.get((channel, ts))

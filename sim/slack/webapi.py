@@ -133,6 +133,7 @@ def api_test(ctx: Context, params: Params) -> Json:
 
 
 def auth_test(ctx: Context, params: Params) -> Json:
+    """docs.slack.dev/reference/methods/auth.test: `enterprise_id` only for a workspace in a Grid org."""
     ident = ctx.workspace.identity
     return {
         "url": f"https://{ident.team_domain}.slack.com/",
@@ -143,6 +144,7 @@ def auth_test(ctx: Context, params: Params) -> Json:
         "bot_id": ident.bot_id,
         "app_id": ident.app_id,
         "is_enterprise_install": False,
+        **({"enterprise_id": ident.enterprise_id} if ident.enterprise_id else {}),
     }
 
 

@@ -50,6 +50,8 @@ CUSTOM: dict[str, Any] = {
         "httpPort": 3001,
         "httpLimits": {"maxBodyBytes": 262144, "headerTimeoutSeconds": 2.5, "workers": 8},
         "scaleChannel": "C0GPUOPS",
+        "teamIds": ["T0ML", "T0RESEARCH"],
+        "enterpriseIds": ["E0ACME"],
     },
     "admins": ["U0ALICE", "U0BOB"],
     "quota": {"maxGpusPerUser": 4},

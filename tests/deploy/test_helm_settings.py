@@ -60,6 +60,7 @@ def test_default_values_are_the_bots_own_defaults() -> None:
     assert found.warm == settings_module.WarmSettings() and found.cloud.provider == ""
     assert found.quota == settings_module.QuotaSettings()
     assert found.slack.mode == "socket" and found.slack.scale_channel == ""
+    assert found.slack.team_ids == found.slack.enterprise_ids == frozenset()  # learned from auth.test
     assert (found.slack.bot_token, found.slack.app_token) == ("xoxb-test-bot", "xapp-test-app")
     assert found.cluster == settings_module.ClusterSettings(namespace="gpubot", in_cluster=True)
     assert found.leader.enabled and found.leader.lease_name == "gpubot-leader"
@@ -78,6 +79,7 @@ def test_non_default_values_reach_the_bot() -> None:
     )
     assert (found.slack.bot_token, found.slack.signing_secret) == ("xoxb-made-by-hand", "signing-secret")
     assert found.slack.scale_channel == "C0GPUOPS"
+    assert found.slack.team_ids == {"T0ML", "T0RESEARCH"} and found.slack.enterprise_ids == {"E0ACME"}
     assert found.quota == settings_module.QuotaSettings(
         max_gpus_per_user=4, admins=frozenset({"U0ALICE", "U0BOB"})
     )

@@ -44,6 +44,9 @@ def test_a_wrong_type_is_refused_by_the_schema(command: str) -> None:
         ({"slack": {"mode": "socketmode"}}, r"slack\.mode: slack\.mode must be one of the following"),
         ({"reaper": {"dryRun": "yes"}}, r"reaper\.dryRun: Invalid type\. Expected: boolean, given: string"),
         ({"profiles": {"profiles": {"t4": {"maxGpus": 2}}}}, "Additional property maxGpus is not allowed"),
+        ({"slack": {"teamIds": "T0ML"}}, r"slack\.teamIds: Invalid type\. Expected: array, given: string"),
+        ({"slack": {"teamIds": ["U0ALICE"]}}, r"slack\.teamIds\.0: Does not match pattern"),
+        ({"slack": {"enterpriseIds": ["T0ML"]}}, r"slack\.enterpriseIds\.0: Does not match pattern"),
     ],
 )
 def test_a_misspelt_key_or_a_wrong_value_is_refused(values: dict[str, Any], message: str) -> None:

@@ -291,3 +291,22 @@ def test_a_stale_view_never_deletes_a_namesake(
     )
     lagging.run_once()
     assert namesake is not None and touchable(pod_named(sim, "training-1")) == touchable(namesake)
+
+
+FORGED_VALUES = ["", "default/", "/training-1", "training-1", "default/training-1/x", "default/../x"]
+
+
+@pytest.mark.parametrize(
+    ("button", "value"),
+    [(RELEASE_BUTTON, v) for v in FORGED_VALUES] + [(EXTEND_BUTTON, ""), (EXTEND_BUTTON, "default/")],
+)
+def test_a_button_whose_value_names_no_workload_changes_nothing(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, button: str, value: str
+) -> None:
+    """Issue 21: a forged Release with an empty value released the clicker's own only workload, as
+    `/gpu release` with no name does. The owner's own click, so only the value can refuse it."""
+    root = start(sim, slack, OWNER, "training-1")
+    before = pod_named(sim, "training-1")
+    said = answer_to(slack, OWNER, lambda: slack.click_button(OWNER, "C_GPU", root["ts"], button, value))
+    assert said == "That button does not name a gpubot workload; nothing was changed."
+    assert before is not None and touchable(pod_named(sim, "training-1")) == touchable(before)

@@ -252,3 +252,31 @@ def test_a_prometheus_that_hangs_is_unavailable_after_the_timeout() -> None:
                 metrics.PrometheusMetrics(url, timeout=0.2).gpu_utilisation(NS, ["a"], window=WINDOW, at=AT)
         finally:
             released.set()
+
+
+def basic_auth_only(expected: str) -> list[web.RouteDef]:
+    """A Prometheus behind basic auth (a reverse proxy, Grafana Cloud): 401 without the right header."""
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != expected:
+            return web.Response(status=401, text='{"status":"error","error":"unauthorized"}')
+        return web.Response(text=MATRIX_OF_NOTHING, content_type="application/json")
+
+    return [web.post("/api/v1/query", handler)]
+
+
+def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_shown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 21: the URL's password was logged at start-up; urllib3 also drops a URL's userinfo, so the
+    credentials never reached Prometheus either."""
+    expected = urllib3.make_headers(basic_auth="gpu:s3cr@t")["authorization"]
+    with routes_server.serve(basic_auth_only(expected)) as url:
+        with_password = url.replace("http://", "http://gpu:s3cr%40t@")
+        caplog.set_level("DEBUG")
+        assert metrics.PrometheusMetrics(with_password).gpu_utilisation(NS, ["a"], window=WINDOW, at=AT) == {}
+        wrong = url.replace("http://", "http://gpu:wrong-one@")
+        with pytest.raises(errors.Invalid, match="refused the query \\(401\\)") as refused:
+            metrics.PrometheusMetrics(wrong).gpu_utilisation(NS, ["a"], window=WINDOW, at=AT)
+    assert "wrong-one" not in str(refused.value) and url in str(refused.value)
+    assert "s3cr" not in caplog.text and "wrong-one" not in caplog.text

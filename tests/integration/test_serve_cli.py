@@ -69,3 +69,19 @@ def test_a_cluster_it_cannot_reach_is_one_line_after_the_start_up_log(tmp_path: 
     assert [entry for entry in logged if "gpubot starting with" not in entry] == []
     assert line.startswith(f"gpubot serve: cannot load the cluster's credentials from kubeconfig {tmp_path}")
     assert "set KUBECONFIG to a kubeconfig file" in line
+
+
+def test_the_start_up_log_masks_the_password_of_every_url(tmp_path: Path) -> None:
+    """Issue 21: the Prometheus URL's password was written to the log at start-up."""
+    done = serve(
+        tmp_path,
+        SLACK_BOT_TOKEN="xoxb-1",
+        SLACK_APP_TOKEN="xapp-1",
+        KUBECONFIG=str(tmp_path / "missing"),
+        GPUBOT_PROMETHEUS_URL="http://gpu:prom-pass@127.0.0.1:9/",
+        REDIS_URL="redis://:redis-pass@127.0.0.1:9/0",
+    )
+    assert done.returncode == 2, done.stderr
+    (started,) = [line for line in done.stderr.splitlines() if "gpubot starting with" in line]
+    assert "http://gpu:***@127.0.0.1:9/" in started and "redis://:***@127.0.0.1:9/0" in started
+    assert "prom-pass" not in done.stderr and "redis-pass" not in done.stderr

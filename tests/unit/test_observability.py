@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import sys
@@ -109,3 +110,25 @@ def test_each_bot_has_its_own_registry_and_counts_by_label() -> None:
     assert seen[("gpubot_time_to_running_seconds_bucket", (("le", "240.0"),))] == 1
     assert seen[("gpubot_time_to_running_seconds_bucket", (("le", "300.0"),))] == 2
     assert not any(name == "gpubot_commands_total" for name, _ in samples(second))
+
+
+def test_every_root_handler_masks_url_passwords_in_messages_and_tracebacks() -> None:
+    """Issue 21: whoever logs a URL with a password (settings, an error, a library), the line is masked."""
+    root = logging.getLogger()
+    saved = (root.level, root.handlers[:])
+    written = io.StringIO()
+    root.handlers[:] = [logging.StreamHandler(written)]
+    try:
+        observability.configure_logging("INFO", json_lines=False)
+        logging.getLogger("gpubot.test").info("querying %s", "http://gpu:hunter2@prom:9090/api")
+        try:
+            raise RuntimeError("redis://:hunter2@redis:6379/0 refused")
+        except RuntimeError:
+            logging.getLogger("gpubot.test").exception("could not connect")
+    finally:
+        root.setLevel(saved[0])
+        root.handlers[:] = saved[1]
+    lines = written.getvalue()
+    assert "hunter2" not in lines
+    assert "querying http://gpu:***@prom:9090/api" in lines
+    assert "RuntimeError: redis://:***@redis:6379/0 refused" in lines

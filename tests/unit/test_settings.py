@@ -164,14 +164,23 @@ def test_mode_and_lease_consistency(env: dict[str, str], problem: str) -> None:
 
 def test_redacted_hides_secrets() -> None:
     loaded = settings.Settings.from_env(
-        {**SOCKET_ENV, "SLACK_SIGNING_SECRET": "sig", "REDIS_URL": "redis://user:hunter2@redis:6379/0"}
+        {
+            **SOCKET_ENV,
+            "SLACK_SIGNING_SECRET": "sig",
+            "REDIS_URL": "redis://user:hunter2@redis:6379/0",
+            "GPUBOT_PROMETHEUS_URL": "https://gpu:prom-pass@prometheus.example:9090",
+            "GPUBOT_GKE_ENDPOINT": "http://me:gke-pass@127.0.0.1:8080",
+        }
     )
     shown = loaded.redacted()
     text = repr(shown) + repr(loaded)
-    for secret in ("xoxb-secret", "xapp-secret", "hunter2", "'sig'"):
+    for secret in ("xoxb-secret", "xapp-secret", "hunter2", "'sig'", "prom-pass"):
         assert secret not in text
+    assert shown["cloud"]["gke_endpoint"] == "http://me:***@127.0.0.1:8080"
     assert shown["slack"]["bot_token"] == "***"
     assert shown["redis"]["url"] == "redis://user:***@redis:6379/0"
+    assert shown["reaper"]["prometheus_url"] == "https://gpu:***@prometheus.example:9090"
+    assert loaded.reaper.prometheus_url == "https://gpu:prom-pass@prometheus.example:9090"  # masked in logs
     assert settings.redact_url("redis://localhost:6379") == "redis://localhost:6379"
 
 
@@ -333,3 +342,46 @@ def test_http_limits_from_the_environment() -> None:
         "GPUBOT_HTTP_MAX_BODY_BYTES",
         "GPUBOT_HTTP_WORKERS",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("at http://gpu:s3cret@prom:9090/api", "at http://gpu:***@prom:9090/api"),
+        ("redis://:pw@redis:6379/0 and https://u:p@x", "redis://:***@redis:6379/0 and https://u:***@x"),
+        ("http://gpu:p@ss@prom:9090", "http://gpu:***@prom:9090"),
+        ("no password: http://gpu@prom:9090 http://prom:9090/a:b@c", None),
+        ("plain words: a:b@c", None),
+    ],
+)
+def test_redact_urls_in_masks_every_password_in_free_text(text: str, shown: str | None) -> None:
+    assert settings.redact_urls_in(text) == (text if shown is None else shown)
+
+
+@pytest.mark.parametrize(
+    ("url", "bare", "credentials"),
+    [
+        ("http://gpu:s%40cret@prom:9090/p", "http://prom:9090/p", "gpu:s@cret"),
+        ("https://token@prom", "https://prom", "token:"),
+        ("http://prom:9090", "http://prom:9090", ""),
+    ],
+)
+def test_strip_credentials_splits_the_userinfo_off(url: str, bare: str, credentials: str) -> None:
+    assert settings.strip_credentials(url) == (bare, credentials)
+
+
+def test_the_served_workspaces_are_comma_lists_of_slack_ids() -> None:
+    found = settings.Settings.from_env(
+        {**SOCKET_ENV, "GPUBOT_SLACK_TEAM_IDS": "T0ML, T0RESEARCH", "GPUBOT_SLACK_ENTERPRISE_IDS": "E0ACME"}
+    ).slack
+    assert (found.team_ids, found.enterprise_ids) == ({"T0ML", "T0RESEARCH"}, {"E0ACME"})
+    learned = settings.Settings.from_env(SOCKET_ENV).slack
+    assert learned.team_ids == learned.enterprise_ids == frozenset()  # from auth.test at start-up
+    with pytest.raises(settings.SettingsError) as raised:
+        settings.Settings.from_env(
+            {**SOCKET_ENV, "GPUBOT_SLACK_TEAM_IDS": "U0ALICE,t0ml", "GPUBOT_SLACK_ENTERPRISE_IDS": "T0ML"}
+        )
+    assert raised.value.problems == (
+        "GPUBOT_SLACK_TEAM_IDS: 'U0ALICE', 't0ml' not like T0123ABCD (a Slack id)",
+        "GPUBOT_SLACK_ENTERPRISE_IDS: 'T0ML' not like E0123ABCD (a Slack id)",
+    )

@@ -347,3 +347,21 @@ def test_nodes_carry_their_labels_to_price_their_pool() -> None:
     assert seen == lifecycle.NodeSeen(
         seen.at, "n1", ready=True, gpus=1, pool="gpu-pool", **READY
     )  # labels aside
+
+
+@pytest.mark.parametrize(
+    ("key", "name"),
+    [
+        ("default/training-1", "training-1"),
+        ("gpu-jobs/a", "a"),
+        ("", None),
+        ("default/", None),
+        ("/training-1", None),
+        ("training-1", None),
+        ("default/training-1/x", None),
+        ("default/Training", None),
+        ("default/a.b", None),
+    ],
+)
+def test_name_in_key_takes_only_a_namespace_and_a_name(key: str, name: str | None) -> None:
+    assert workloads.name_in_key(key) == name
