@@ -88,7 +88,7 @@ environment (the essentials):
                         instead; needs SLACK_SIGNING_SECRET
   KUBECONFIG            the cluster (default: ~/.kube/config, or the pod's service
                         account when running inside Kubernetes)
-  GPUBOT_NAMESPACE      where the bot creates its pods (default: default)
+  GPUBOT_NAMESPACE      where the bot creates its pods (default: gpubot-workloads)
   REDIS_URL             its small shared state (default: redis://localhost:6379/0;
                         memory:// keeps it in the process, for one replica)
   GPUBOT_SCALE_CHANNEL  a channel id for one message per scale-up episode
