@@ -33,6 +33,7 @@ from sim.cluster import (
     messages,
     patches,
     podlogs,
+    podsecurity,
     resources,
     schema,
     selectors,
@@ -315,6 +316,8 @@ class ApiServer:
             meta.pop(server_owned, None)
         self.admit(res, obj)
         self.validate(res, obj, None)
+        if res.plural == "pods":  # a validating admission plugin: after the object's own validation
+            podsecurity.admit_pod(obj, self.store.get("namespaces", "", target.namespace))
         if self.store.get(res.key, meta.get("namespace", ""), meta.get("name", "")) is not None:
             raise errors.already_exists(errors.ResourceRef(res.group, res.plural, res.kind, meta["name"]))
         if is_dry_run(request):
@@ -551,6 +554,15 @@ class ApiServer:
         elif res.plural == "namespaces":
             admission.default_namespace(obj)
 
+    @staticmethod
+    def namespace_label_causes(obj: Obj, old: Obj | None) -> list[errors.Cause]:
+        """PodSecurity's ValidateNamespace: bad level labels are refused, unless an update leaves them as
+        they were."""
+        causes = podsecurity.label_causes(obj)
+        if old is not None and causes == podsecurity.label_causes(old):
+            return []
+        return causes
+
     def validate(self, res: Resource, obj: Obj, old: Obj | None) -> None:
         name = obj.get("metadata", {}).get("name", "")
         if res.group == "events.k8s.io":
@@ -560,6 +572,8 @@ class ApiServer:
             )
         else:
             causes = validation.validate(res.plural, obj, old=old)
+        if res.plural == "namespaces" and not causes:
+            causes = self.namespace_label_causes(obj, old)
         if causes:
             raise errors.invalid(res.kind, name, causes, group=res.group)
         model = "CoreV1Event" if res.key == "events" else res.model
