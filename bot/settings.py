@@ -197,7 +197,7 @@ class WarmSettings:
     schedules: tuple[models.WarmSchedule, ...] = ()
     """From GPUBOT_WARM_SCHEDULES, one per line (or `;`-separated); `/gpu warm` adds more at run time."""
     configmap: str = "gpubot-warm"
-    """Where `/gpu warm` keeps its schedules, in the bot's namespace, so every replica reads the same."""
+    """Where `/gpu warm` keeps its schedules, in the workload namespace, so every replica reads the same."""
 
 
 def default_identity() -> str:
@@ -210,7 +210,8 @@ class LeaderSettings:
     enabled: bool = True
     """Off only for a lone replica that should speak without a Lease (GPUBOT_LEADER_ELECTION=false)."""
     lease_name: str = "gpubot-leader"
-    """The coordination.k8s.io/v1 Lease the replicas compete for, in the bot's namespace."""
+    """The coordination.k8s.io/v1 Lease the replicas compete for, in the workload namespace
+    (GPUBOT_NAMESPACE), where the chart's Role grants get and update on this name alone."""
     identity: str = field(default_factory=default_identity)
     """This replica in `holderIdentity`: the pod name (POD_NAME from the downward API), else hostname-pid."""
     lease_duration_seconds: int = 30
