@@ -554,15 +554,6 @@ class ApiServer:
         elif res.plural == "namespaces":
             admission.default_namespace(obj)
 
-    @staticmethod
-    def namespace_label_causes(obj: Obj, old: Obj | None) -> list[errors.Cause]:
-        """PodSecurity's ValidateNamespace: bad level labels are refused, unless an update leaves them as
-        they were."""
-        causes = podsecurity.label_causes(obj)
-        if old is not None and causes == podsecurity.label_causes(old):
-            return []
-        return causes
-
     def validate(self, res: Resource, obj: Obj, old: Obj | None) -> None:
         name = obj.get("metadata", {}).get("name", "")
         if res.group == "events.k8s.io":
@@ -573,7 +564,7 @@ class ApiServer:
         else:
             causes = validation.validate(res.plural, obj, old=old)
         if res.plural == "namespaces" and not causes:
-            causes = self.namespace_label_causes(obj, old)
+            causes = podsecurity.namespace_causes(obj, old)
         if causes:
             raise errors.invalid(res.kind, name, causes, group=res.group)
         model = "CoreV1Event" if res.key == "events" else res.model

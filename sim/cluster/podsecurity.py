@@ -63,6 +63,14 @@ def label_causes(namespace: Obj) -> list[errors.Cause]:
     return causes
 
 
+def namespace_causes(namespace: Obj, old: Obj | None) -> list[errors.Cause]:
+    """ValidateNamespace: bad level labels are refused, unless an update leaves them as they were."""
+    causes = label_causes(namespace)
+    if old is not None and causes == label_causes(old):
+        return []
+    return causes
+
+
 def admit_pod(pod: Obj, namespace: Obj | None) -> None:
     """Raise 403 Forbidden as the apiserver does when the namespace's enforced level refuses the pod."""
     level, version = enforced(namespace)
