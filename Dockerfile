@@ -4,9 +4,15 @@
 #
 # The build stage installs uv from the package registry, then gpubot and exactly the dependencies pinned in
 # uv.lock into a virtualenv, with bytecode compiled; the runtime stage copies only that virtualenv, so no
-# compiler, uv, cache or source tree ends up in the image.
+# compiler, uv, cache or source tree ends up in the image. The simulator (sim/) is not copied, so the
+# installed gpubot has none: `gpubot sim` and `gpubot demo` say so and exit 2.
+#
+# The base is pinned by digest, so two builds of one commit get the same system libraries; the tag stays
+# for people and for update bots. Digest of python:3.11-slim (the multi-arch index) as published in public
+# Dockerfiles pinned around 2026-08-25; check and refresh it with
+#   docker buildx imagetools inspect python:3.11-slim
 
-FROM python:3.11-slim AS build
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7 AS build
 ARG UV_VERSION=0.13.9
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     UV_PYTHON_DOWNLOADS=never UV_PROJECT_ENVIRONMENT=/opt/gpubot UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy
@@ -18,10 +24,9 @@ RUN uv sync --locked --no-dev --no-install-project
 COPY README.md ./
 COPY bot bot
 COPY handlers handlers
-COPY sim sim
 RUN uv sync --locked --no-dev --no-editable
 
-FROM python:3.11-slim AS runtime
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7 AS runtime
 # Numeric ids, so Kubernetes' runAsNonRoot can verify them without reading /etc/passwd.
 RUN groupadd --gid 10001 gpubot \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin gpubot

@@ -258,8 +258,11 @@ def bot_settings(
 ) -> settings.Settings:
     """A deployment's defaults (or the reaper settings given), with the sim's Prometheus for idleness and
     one replica."""
+    demo = cli_demo.bot_settings(sim, slack, tmp, redis_url)
     return dataclasses.replace(
-        cli_demo.bot_settings(sim, slack, tmp, redis_url),
+        demo,
+        # The ledger and the baseline replay count pods in one namespace, the sim's `default`.
+        cluster=dataclasses.replace(demo.cluster, namespace=gpu_hours_ledger.NAMESPACE),
         quota=settings.QuotaSettings(),
         reaper=dataclasses.replace(reaper, prometheus_url=sim.url),
         leader=settings.LeaderSettings(enabled=False),

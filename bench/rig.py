@@ -186,6 +186,7 @@ class BotProcess(Process):
             "KUBECONFIG": str(stage.kubeconfig()),
             "REDIS_URL": stage.redis_url,
             "GPUBOT_HEALTH_PORT": str(self.health_port),
+            "GPUBOT_NAMESPACE": "default",  # where the stages count pods: the sim's unlabelled namespace
             "GPUBOT_MAX_GPUS_PER_USER": "8",
             "POD_NAME": f"gpubot-{name}",
             "SKIP_SLACK_SDK_WARNING": "1",

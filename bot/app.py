@@ -386,6 +386,7 @@ def build(
                 cloud=settings.cloud.provider,
                 cluster=settings.cloud.cluster_name,
                 warm_configmap=settings.warm.configmap,
+                lease_name=settings.leader.lease_name if settings.leader.enabled else "",
             ),
             probe=cluster,
             store=kept,

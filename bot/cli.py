@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import logging
 import shlex
 import signal
@@ -88,7 +89,7 @@ environment (the essentials):
                         instead; needs SLACK_SIGNING_SECRET
   KUBECONFIG            the cluster (default: ~/.kube/config, or the pod's service
                         account when running inside Kubernetes)
-  GPUBOT_NAMESPACE      where the bot creates its pods (default: default)
+  GPUBOT_NAMESPACE      where the bot creates its pods (default: gpubot-workloads)
   REDIS_URL             its small shared state (default: redis://localhost:6379/0;
                         memory:// keeps it in the process, for one replica)
   GPUBOT_SCALE_CHANNEL  a channel id for one message per scale-up episode
@@ -199,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.WARNING if quiet else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.command in ("sim", "demo") and importlib.util.find_spec("sim") is None:
+        # The production image leaves the simulator out (Dockerfile); an install from the repository has it.
+        missing = f"gpubot {args.command}: this install has no simulator; `pip install .` from the repository"
+        print(missing, file=sys.stderr)
+        return 2
     if args.command == "sim":
         return asyncio.run(run_sim(args))
     if args.command == "demo" and args.cluster:

@@ -19,10 +19,12 @@ from typing import Any, Literal
 
 import yaml
 
-from bot.core import commands, labels, leadership, models, quantities, reaping, warm
+from bot.core import commands, labels, leadership, models, podsecurity, quantities, reaping, warm
 
 SlackMode = Literal["socket", "http"]
 REDACTED = "***"
+DEFAULT_WORKLOAD_NAMESPACE = "gpubot-workloads"
+"""Workloads apart from the bot's own namespace and Secret; the chart creates it, enforcing "restricted"."""
 
 
 class SettingsError(ValueError):
@@ -101,13 +103,15 @@ class ClusterSettings:
     kubeconfig: str = ""
     """Path to a kubeconfig; empty means the client's default (`~/.kube/config`) unless in-cluster."""
     context: str = ""
-    namespace: str = "default"
-    """Where gpubot creates and watches its pods."""
+    namespace: str = DEFAULT_WORKLOAD_NAMESPACE
+    """Where gpubot creates and watches its pods (and keeps its Lease and warm schedules): a namespace of
+    their own, apart from the bot and its Slack Secret, which can enforce Pod Security "restricted"."""
     in_cluster: bool = False
     """Use the pod's service account; the default when running inside Kubernetes without KUBECONFIG."""
     pod_security: models.PodSecurity = field(default_factory=models.PodSecurity)
-    """The securityContext every workload pod gets (GPUBOT_RUN_AS_NON_ROOT, GPUBOT_RUN_AS_USER,
-    GPUBOT_READ_ONLY_ROOT_FILESYSTEM); no privilege escalation, no capabilities and no host paths always."""
+    """The securityContext every workload pod gets unless its profile departs (GPUBOT_RUN_AS_NON_ROOT,
+    default true; GPUBOT_RUN_AS_USER, default 1000; GPUBOT_READ_ONLY_ROOT_FILESYSTEM); no privilege
+    escalation, no capabilities and no host paths always."""
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,7 @@ class WarmSettings:
     schedules: tuple[models.WarmSchedule, ...] = ()
     """From GPUBOT_WARM_SCHEDULES, one per line (or `;`-separated); `/gpu warm` adds more at run time."""
     configmap: str = "gpubot-warm"
-    """Where `/gpu warm` keeps its schedules, in the bot's namespace, so every replica reads the same."""
+    """Where `/gpu warm` keeps its schedules, in the workload namespace, so every replica reads the same."""
 
 
 def default_identity() -> str:
@@ -214,7 +218,8 @@ class LeaderSettings:
     enabled: bool = True
     """Off only for a lone replica that should speak without a Lease (GPUBOT_LEADER_ELECTION=false)."""
     lease_name: str = "gpubot-leader"
-    """The coordination.k8s.io/v1 Lease the replicas compete for, in the bot's namespace."""
+    """The coordination.k8s.io/v1 Lease the replicas compete for, in the workload namespace
+    (GPUBOT_NAMESPACE), where the chart's Role grants get and update on this name alone."""
     identity: str = field(default_factory=default_identity)
     """This replica in `holderIdentity`: the pod name (POD_NAME from the downward API), else hostname-pid."""
     lease_duration_seconds: int = 30
@@ -473,7 +478,7 @@ def _read_http_limits(env: _EnvReader) -> HttpLimits:
 def _read_cluster(env: _EnvReader) -> ClusterSettings:
     kubeconfig = env.text("KUBECONFIG")
     in_cluster_default = not kubeconfig and bool(env.text("KUBERNETES_SERVICE_HOST"))
-    namespace = env.text("GPUBOT_NAMESPACE", "default")
+    namespace = env.text("GPUBOT_NAMESPACE", DEFAULT_WORKLOAD_NAMESPACE)
     if not labels.is_dns1123_label(namespace):
         env.problems.append(f"GPUBOT_NAMESPACE={namespace!r}: not a valid namespace name")
     return ClusterSettings(
@@ -486,10 +491,13 @@ def _read_cluster(env: _EnvReader) -> ClusterSettings:
 
 
 def _read_pod_security(env: _EnvReader) -> models.PodSecurity:
-    non_root = env.flag("GPUBOT_RUN_AS_NON_ROOT")
-    user = None
-    if env.text("GPUBOT_RUN_AS_USER"):
-        user = env.integer("GPUBOT_RUN_AS_USER", 0, minimum=0, maximum=2**31 - 1)
+    default = models.PodSecurity()
+    non_root = env.flag("GPUBOT_RUN_AS_NON_ROOT", default.run_as_non_root)
+    user = default.run_as_user
+    if env.text("GPUBOT_RUN_AS_USER") in ("none", "image"):  # the image's own USER
+        user = None
+    elif env.text("GPUBOT_RUN_AS_USER"):
+        user = env.integer("GPUBOT_RUN_AS_USER", 0, minimum=0, maximum=podsecurity.MAX_UID)
     if non_root and user == 0:  # the kubelet would refuse to start every workload
         env.problems.append("GPUBOT_RUN_AS_USER=0 contradicts GPUBOT_RUN_AS_NON_ROOT=true")
     return models.PodSecurity(
@@ -714,6 +722,7 @@ PROFILE_FIELDS = frozenset(
         "nodeSelector",
         "defaults",
         "pricePerHour",
+        "security",
     }
 )
 TOLERATION_FIELDS = frozenset({"key", "operator", "value", "effect", "tolerationSeconds"})
@@ -876,7 +885,15 @@ def _read_profile(name: Any, entry: Any, problems: _Problems) -> models.GpuProfi
         price_per_hour=_read_price(entry.get("pricePerHour", 0.0), f"{path}.pricePerHour", problems),
         accelerator=str(entry.get("accelerator", "")),
         description=str(entry.get("description", "")),
+        security=_read_profile_security(entry.get("security"), f"{path}.security", problems),
     )
+
+
+def _read_profile_security(raw: Any, path: str, problems: _Problems) -> models.ProfileSecurity:
+    security, found = podsecurity.read_profile_security(raw, path)
+    for where, problem in found:
+        problems.add(where, problem)
+    return security
 
 
 def _load_document(yaml_text: str) -> dict[str, Any]:

@@ -101,6 +101,8 @@ def convert(err: ApiException) -> errors.GpubotError:
         return errors.RateLimited(message, retry_after=_retry_after(err))
     if status >= 500 or status == 0:
         return errors.Unavailable(message)
+    if status == 403:
+        return errors.Forbidden(message)
     return errors.Invalid(message)
 
 
@@ -446,6 +448,8 @@ class KubeCluster:
         self.api = api
         self.core = client.CoreV1Api(api)
         self.namespace = namespace
+        self._pods_everywhere = True
+        """Until the first 403: then pods are listed in the workload namespace only."""
         self.informer_settings = informer_settings or InformerSettings()
         self.requests = request_settings or kube_retry.RequestSettings()
         """Timeouts and retries of every call but the informers' (which resume on their own)."""
@@ -643,12 +647,27 @@ class KubeCluster:
         return sorted((workloads.observe_node(node) for node in nodes), key=lambda n: n.name)
 
     def list_pods_on_nodes(self, nodes: Iterable[str]) -> list[Obj]:
-        """One list per node with the `spec.nodeName` field selector, which every API server indexes."""
-        everywhere = self.core.list_pod_for_all_namespaces
+        """One list per node with the `spec.nodeName` field selector, which every API server indexes.
+
+        In every namespace when RBAC allows it (the chart's `rbac.listPodsInAllNamespaces`), so a drain
+        blocked by someone else's pod can be named; else in the workload namespace alone: the chart's
+        default, which keeps other teams' pods out of the bot's sight."""
+        wanted = sorted(set(nodes))
+        if self._pods_everywhere:
+            try:
+                return self._pods_on(wanted, self.core.list_pod_for_all_namespaces)
+            except errors.Forbidden:
+                self._pods_everywhere = False
+                logger.info(
+                    "pods in other namespaces are not readable; drains are judged on %s", self.namespace
+                )
+        return self._pods_on(wanted, self.core.list_namespaced_pod, self.namespace)
+
+    def _pods_on(self, nodes: list[str], list_fn: Callable[..., Any], *args: Any) -> list[Obj]:
         return [
             pod
-            for node in sorted(set(nodes))
-            for pod in self._list(everywhere, field_selector=f"spec.nodeName={node}")
+            for node in nodes
+            for pod in self._list(list_fn, *args, field_selector=f"spec.nodeName={node}")
         ]
 
     def read_autoscaler_status(self) -> str | None:

@@ -16,24 +16,29 @@ from bot.core.doctor_facts import EKS, AccessRule, Check, Facts, Status
 GPU = labels.GPU_RESOURCE
 
 
-def required_access(namespace: str, *, warm_configmap: str = "") -> tuple[AccessRule, ...]:
+def required_access(
+    namespace: str, *, warm_configmap: str = "", lease_name: str = ""
+) -> tuple[AccessRule, ...]:
     """Everything gpubot does to the cluster, as RBAC verbs: its pods and their logs, events and Lease,
-    nodes, CA status, the pods on GPU nodes anywhere (to say why a pool will not drain) and the warm
-    schedules' ConfigMap."""
+    nodes, CA status and the warm schedules' ConfigMap. Listing pods in every namespace (to name someone
+    else's pod that keeps a pool from draining) is optional: without it the bot judges its own pods."""
     pod_verbs = ("create", "delete", "get", "list", "watch", "patch")
     pods = [AccessRule(v, "pods", namespace=namespace) for v in pod_verbs]
     logs = AccessRule("get", "pods", namespace=namespace, subresource="log")
     events = [AccessRule(v, "events", namespace=namespace) for v in ("list", "watch")]
     nodes = [AccessRule(v, "nodes") for v in ("list", "watch")]
-    leases = [AccessRule(v, "leases", "coordination.k8s.io", namespace) for v in ("get", "create", "update")]
+    # RBAC cannot bind `create` to a name (the name is not known before the object exists).
+    leases = [
+        AccessRule(v, "leases", "coordination.k8s.io", namespace, name="" if v == "create" else lease_name)
+        for v in ("get", "create", "update")
+    ]
     status = AccessRule("get", "configmaps", namespace="kube-system", name="cluster-autoscaler-status")
-    everywhere = AccessRule("list", "pods")
     warm = [
         AccessRule(v, "configmaps", namespace=namespace, name=warm_configmap)
         for v in ("get", "watch", "update")
         if warm_configmap
     ]
-    return (*pods, logs, *events, *nodes, *leases, status, everywhere, *warm)
+    return (*pods, logs, *events, *nodes, *leases, status, *warm)
 
 
 SLACK_MARKS = {

@@ -56,3 +56,7 @@ class Invalid(GpubotError):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class Forbidden(Invalid):
+    """Refused by policy (403): RBAC, or an admission plugin such as Pod Security; a person must act."""

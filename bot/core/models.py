@@ -29,6 +29,19 @@ class Toleration:
 
 
 @dataclass(frozen=True)
+class ProfileSecurity:
+    """A profile's departures from the bot-wide PodSecurity; None keeps the bot-wide value."""
+
+    run_as_root: bool = False
+    """The profile's images must run as root (e.g. CUDA images that install packages at start): no
+    runAsNonRoot and no runAsUser, so the image's own user runs. Pod Security "restricted" refuses such a
+    pod; its namespace must enforce "baseline" at most."""
+    run_as_user: int | None = None
+    """A uid other than the bot-wide one (the image's own non-root user, e.g. 1001)."""
+    read_only_root_filesystem: bool | None = None
+
+
+@dataclass(frozen=True)
 class GpuProfile:
     """A kind of GPU a user may ask for with `--type`, and how a pod lands on it."""
 
@@ -46,6 +59,8 @@ class GpuProfile:
     accelerator: str = ""
     """The cloud's accelerator name (e.g. `nvidia-tesla-t4`), for display."""
     description: str = ""
+    security: ProfileSecurity = ProfileSecurity()
+    """How this profile's pods depart from the bot-wide securityContext (images that must run as root)."""
 
     @property
     def node_selector_map(self) -> dict[str, str]:
@@ -195,13 +210,19 @@ class QuotaPolicy:
         return user_id in self.admins
 
 
+DEFAULT_RUN_AS_USER = 1000
+"""The uid workloads run as unless a profile says otherwise: not 0, so Pod Security "restricted" admits
+the pod, and the first non-system uid of Debian and Ubuntu images (often the one their files belong to)."""
+
+
 @dataclass(frozen=True)
 class PodSecurity:
-    """The pod and container securityContext gpubot applies to every workload."""
+    """The pod and container securityContext gpubot applies to every workload, unless its profile differs."""
 
-    run_as_non_root: bool = False
-    """Off by default: CUDA base images run as root; turn on when every allowed image has a non-root user."""
-    run_as_user: int | None = None
+    run_as_non_root: bool = True
+    """On by default, as Pod Security "restricted" requires; a profile whose images need root says so."""
+    run_as_user: int | None = DEFAULT_RUN_AS_USER
+    """Set, so an image whose USER is root still starts (the kubelet refuses runAsNonRoot with uid 0)."""
     read_only_root_filesystem: bool = False
     automount_service_account_token: bool = False
     service_account_name: str | None = None

@@ -1,7 +1,8 @@
 """The Pod manifest for a `/gpu run`: the seed's hand-written pod, done right, as a pure function.
 
 Right means: the profile's tolerations with Kubernetes' real field names, GPU limits equal to requests,
-the node selector, CPU/memory requests, no shell, a locked-down securityContext, and labels and
+the node selector, CPU/memory requests, no shell, a securityContext that meets Pod Security "restricted"
+(unless the profile needs root: `podsecurity.decide`), and labels and
 annotations that let a restarted bot rebuild everything from the cluster alone.
 """
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.core import labels, models, quantities
+from bot.core import labels, models, podsecurity, quantities
 
 CONTAINER_NAME = "workload"
 NAME_PREFIX = "gpu"
@@ -78,34 +79,17 @@ def resources_manifest(request: models.RunRequest, profile: models.GpuProfile) -
     }
 
 
-def container_security(security: models.PodSecurity) -> Manifest:
-    return {
-        "allowPrivilegeEscalation": False,
-        "privileged": False,
-        "readOnlyRootFilesystem": security.read_only_root_filesystem,
-        "capabilities": {"drop": ["ALL"]},
-    }
-
-
-def pod_security(security: models.PodSecurity) -> Manifest:
-    out: Manifest = {"seccompProfile": {"type": "RuntimeDefault"}}
-    if security.run_as_non_root:
-        out["runAsNonRoot"] = True
-    if security.run_as_user is not None:
-        out["runAsUser"] = security.run_as_user
-    return out
-
-
 def container_manifest(
     request: models.RunRequest, profile: models.GpuProfile, security: models.PodSecurity
 ) -> Manifest:
     """One container; the command after `--` is the argv itself (like `kubectl run --command`), no shell."""
+    decision = podsecurity.decide(security, profile.security)
     container: Manifest = {
         "name": CONTAINER_NAME,
         "image": request.image,
         "imagePullPolicy": "IfNotPresent",
         "resources": resources_manifest(request, profile),
-        "securityContext": container_security(security),
+        "securityContext": podsecurity.container_context(decision),
     }
     if request.command:
         container["command"] = list(request.command)
@@ -120,7 +104,7 @@ def spec_manifest(
         "restartPolicy": "Never",
         "tolerations": [toleration_manifest(t) for t in profile.tolerations],
         "nodeSelector": profile.node_selector_map,
-        "securityContext": pod_security(security),
+        "securityContext": podsecurity.pod_context(podsecurity.decide(security, profile.security)),
         "automountServiceAccountToken": security.automount_service_account_token,
         "enableServiceLinks": False,
         "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,

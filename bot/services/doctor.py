@@ -33,6 +33,8 @@ class Request:
     """The cluster's name at its cloud, for the fix commands."""
     warm_configmap: str = ""
     """The running bot's warm schedules' ConfigMap, whose access is probed too; empty from a laptop."""
+    lease_name: str = ""
+    """The running bot's leader Lease, which its Role names; empty from a laptop (any Lease)."""
 
 
 def gather(
@@ -50,7 +52,9 @@ def gather(
         max_node_provision_time=request.max_node_provision_time,
         cluster=request.cluster,
         cloud=request.cloud,
-        permissions=probe_permissions(probe, request.namespace, warm_configmap=request.warm_configmap),
+        permissions=probe_permissions(
+            probe, request.namespace, warm_configmap=request.warm_configmap, lease_name=request.lease_name
+        ),
     )
     try:
         nodes = [doctor_facts.node_facts(node) for node in probe.list_node_objects()]
@@ -124,10 +128,10 @@ def eks_groups(
 
 
 def probe_permissions(
-    probe: ports.ClusterProbe, namespace: str, *, warm_configmap: str = ""
+    probe: ports.ClusterProbe, namespace: str, *, warm_configmap: str = "", lease_name: str = ""
 ) -> doctor_facts.Permissions:
     answers = []
-    for rule in doctor.required_access(namespace, warm_configmap=warm_configmap):
+    for rule in doctor.required_access(namespace, warm_configmap=warm_configmap, lease_name=lease_name):
         try:
             answers.append(probe.review_access(rule))
         except errors.GpubotError as err:

@@ -18,7 +18,19 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.core import commands, costs, errors, models, notices, podspec, ports, quota, reaping, workloads
+from bot.core import (
+    commands,
+    costs,
+    errors,
+    models,
+    notices,
+    podsecurity,
+    podspec,
+    ports,
+    quota,
+    reaping,
+    workloads,
+)
 from bot.services import chat, pending, status
 
 logger = logging.getLogger(__name__)
@@ -249,7 +261,7 @@ class Launcher:
         try:
             created = self._create_once(manifest, thread_ts)
         except errors.GpubotError as err:
-            self._refuse_in_thread(channel, thread_ts, name, err)
+            self._refuse_in_thread(channel, thread_ts, name, err, profile=profile)
             return None
         log_audit(podspec.run_audit_entry(request, owner, profile, now), created.key)
         return created
@@ -281,9 +293,15 @@ class Launcher:
             self._chat.ephemeral(channel, user, notices.Ephemeral(refusal.message))  # refused too, mostly
         return refusal
 
-    def _refuse_in_thread(self, channel: str, thread_ts: str, name: str, err: errors.GpubotError) -> None:
+    def _refuse_in_thread(
+        self, channel: str, thread_ts: str, name: str, err: errors.GpubotError, *, profile: models.GpuProfile
+    ) -> None:
         if isinstance(err, errors.Conflict):
             text = f"A workload named `{name}` exists already; pick another `--name`. Nothing was created."
+        elif isinstance(err, errors.Forbidden) and podsecurity.is_refusal(err.message):
+            text = podsecurity.explain_refusal(
+                err.message, profile=profile, namespace=self._settings.namespace
+            )
         elif isinstance(err, errors.Invalid):
             text = f"The cluster refused the pod: {err.message}. Nothing was created."
         else:

@@ -33,6 +33,7 @@ from sim.cluster import (
     messages,
     patches,
     podlogs,
+    podsecurity,
     resources,
     schema,
     selectors,
@@ -315,6 +316,8 @@ class ApiServer:
             meta.pop(server_owned, None)
         self.admit(res, obj)
         self.validate(res, obj, None)
+        if res.plural == "pods":  # a validating admission plugin: after the object's own validation
+            podsecurity.admit_pod(obj, self.store.get("namespaces", "", target.namespace))
         if self.store.get(res.key, meta.get("namespace", ""), meta.get("name", "")) is not None:
             raise errors.already_exists(errors.ResourceRef(res.group, res.plural, res.kind, meta["name"]))
         if is_dry_run(request):
@@ -560,6 +563,8 @@ class ApiServer:
             )
         else:
             causes = validation.validate(res.plural, obj, old=old)
+        if res.plural == "namespaces" and not causes:
+            causes = podsecurity.namespace_causes(obj, old)
         if causes:
             raise errors.invalid(res.kind, name, causes, group=res.group)
         model = "CoreV1Event" if res.key == "events" else res.model

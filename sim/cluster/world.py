@@ -35,6 +35,7 @@ from sim.cluster import (
     logs,
     metrics,
     nodes,
+    podsecurity,
     pools,
     scheduler,
 )
@@ -48,6 +49,8 @@ T = TypeVar("T")
 PROJECT, LOCATION, CLUSTER = "demo", "local-a", "demo"
 EKS_REGION = "local-1"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+WORKLOAD_NAMESPACES = {"gpubot-workloads": {podsecurity.ENFORCE_LABEL: "restricted"}}
+"""What gpubot's chart makes: its workloads' own namespace, enforcing Pod Security "restricted"."""
 
 
 @dataclass
@@ -130,13 +133,14 @@ class World:
     def populate(self) -> None:
         if self._restore():
             return
-        for name in SYSTEM_NAMESPACES:
+        for name in (*SYSTEM_NAMESPACES, *WORKLOAD_NAMESPACES):
+            labels = {"kubernetes.io/metadata.name": name, **WORKLOAD_NAMESPACES.get(name, {})}
             self.store.create(
                 "namespaces",
                 {
                     "kind": "Namespace",
                     "apiVersion": "v1",
-                    "metadata": {"name": name},
+                    "metadata": {"name": name, "labels": labels},
                     "spec": {"finalizers": ["kubernetes"]},
                     "status": {"phase": "Active"},
                 },

@@ -98,6 +98,11 @@ MATRIX: dict[str, dict[str, Any]] = {
     "one replica": {"replicaCount": 1, "leaderElection": {"enabled": False}},
     "three replicas": {"replicaCount": 3},
     "service monitor": {"metrics": {"serviceMonitor": {"enabled": True}}},
+    "root workloads": {
+        "podSecurity": {"enforce": "baseline", "runAsUser": None, "readOnlyRootFilesystem": True},
+        "rbac": {"listPodsInAllNamespaces": True},
+    },
+    "workloads beside the bot": {"workloadNamespace": "", "podSecurity": {"enforce": ""}},
 }
 """Values sets (over `TOKENS`) that every chart-wide check runs on: lint, labels."""
 RENDERS: dict[str, Callable[[], list[Obj]]] = {

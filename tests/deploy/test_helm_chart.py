@@ -32,7 +32,8 @@ CLIENT_MODELS = {
     "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "V1ClusterRoleBinding"),
     "PodDisruptionBudget": ("policy/v1", "V1PodDisruptionBudget"),
 }
-"""Kinds the embedded cluster does not serve: checked against the client's model instead."""
+"""Kinds the embedded cluster does not serve: checked against the client's model instead. (The Namespace is
+served cluster-scoped; tests/deploy/test_helm_pod_security.py creates it on the sim.)"""
 SERVICE_MONITOR_FIELDS = {
     "spec": {"selector", "endpoints", "namespaceSelector", "jobLabel"},
     "endpoint": {"port", "path", "interval", "scrapeTimeout", "scheme"},
@@ -63,8 +64,9 @@ def pod_from_template(objects: list[chart.Obj]) -> chart.Obj:
 def test_defaults_render_the_bot_its_identity_rbac_and_config() -> None:
     assert keys(chart.render()) == {
         ("ServiceAccount", "gpubot", "gpubot"),
-        ("Role", "gpubot", "gpubot"),
-        ("RoleBinding", "gpubot", "gpubot"),
+        ("Namespace", "", "gpubot-workloads"),
+        ("Role", "gpubot-workloads", "gpubot"),
+        ("RoleBinding", "gpubot-workloads", "gpubot"),
         ("ClusterRole", "", "gpubot-gpubot"),
         ("ClusterRoleBinding", "", "gpubot-gpubot"),
         ("Role", "kube-system", "gpubot-gpubot-autoscaler-status"),
@@ -118,7 +120,7 @@ def test_served_kinds_pass_server_side_dry_run_on_the_sim(
 def test_other_kinds_decode_strictly_into_the_client_models(rendered: list[chart.Obj]) -> None:
     served = {r.kind for r in resources.ALL}
     for obj in rendered:
-        if obj["kind"] == "ServiceMonitor" or obj["kind"] in SERVED_BY_SIM:
+        if obj["kind"] in ("ServiceMonitor", "Namespace") or obj["kind"] in SERVED_BY_SIM:
             continue
         assert obj["kind"] in CLIENT_MODELS, f"{obj['kind']}: add it to SERVED_BY_SIM or CLIENT_MODELS"
         assert obj["kind"] not in served, f"the sim serves {obj['kind']} now: create it there instead"

@@ -27,10 +27,13 @@ def rule(group: str, resource: str, verbs: set[str] | frozenset[str], names: tup
 
 
 def expected_rbac(
-    *, release: str, namespace: str, workload: str, lease: str | None
+    *, release: str, namespace: str, workload: str, lease: str | None, pods_everywhere: bool = False
 ) -> dict[tuple[str, ...], set[Rule]]:
     """Role → rules: what gpubot needs, and nothing more (lease rules only with leader election on)."""
-    leases = {rule(COORDINATION, "leases", {"get", "create", "update"})}
+    leases = {
+        rule(COORDINATION, "leases", {"create"}),  # RBAC cannot bind a create to a name
+        rule(COORDINATION, "leases", {"get", "update"}, (lease or "",)),
+    }
     return {
         ("Role", workload, release): {
             rule(CORE, "pods", {"create", "delete", "get", "list", "watch", "patch"}),
@@ -40,29 +43,41 @@ def expected_rbac(
             rule(CORE, "configmaps", READ | {"update"}, ("gpubot-warm",)),
         }
         | (leases if lease else set()),
-        ("ClusterRole", "", f"{namespace}-{release}"): {
-            rule(CORE, "nodes", READ),
-            rule(CORE, "events", READ),
-            rule(CORE, "pods", {"list"}),
-        },
+        ("ClusterRole", "", f"{namespace}-{release}"): {rule(CORE, "nodes", READ)}
+        | ({rule(CORE, "pods", {"list"})} if pods_everywhere else set()),
         ("Role", "kube-system", f"{namespace}-{release}-autoscaler-status"): {
             rule(CORE, "configmaps", {"get"}, ("cluster-autoscaler-status",)),
         },
     }
 
 
+WORKLOADS = "gpubot-workloads"
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "defaults": (
         {},
-        {"release": "gpubot", "namespace": "gpubot", "workload": "gpubot", "lease": "gpubot-leader"},
+        {"release": "gpubot", "namespace": "gpubot", "workload": WORKLOADS, "lease": "gpubot-leader"},
     ),
     "own workload namespace and lease": (
         {"workloadNamespace": "gpu-jobs", "leaderElection": {"leaseName": "ml-lease"}},
         {"release": "gpubot", "namespace": "gpubot", "workload": "gpu-jobs", "lease": "ml-lease"},
     ),
+    "workloads in the release namespace": (
+        {"workloadNamespace": ""},
+        {"release": "gpubot", "namespace": "gpubot", "workload": "gpubot", "lease": "gpubot-leader"},
+    ),
     "no leader election": (
         {"replicaCount": 1, "leaderElection": {"enabled": False}},
-        {"release": "gpubot", "namespace": "gpubot", "workload": "gpubot", "lease": None},
+        {"release": "gpubot", "namespace": "gpubot", "workload": WORKLOADS, "lease": None},
+    ),
+    "pods listed in every namespace": (
+        {"rbac": {"listPodsInAllNamespaces": True}},
+        {
+            "release": "gpubot",
+            "namespace": "gpubot",
+            "workload": WORKLOADS,
+            "lease": "gpubot-leader",
+            "pods_everywhere": True,
+        },
     ),
 }
 
@@ -121,6 +136,7 @@ def client_calls(*, workload: str, lease: str) -> dict[str, list[Request]]:
             Request(workload, CORE, "events", "watch"),
         ],
         "list_node": [Request("", CORE, "nodes", "list"), Request("", CORE, "nodes", "watch")],
+        # Optional (rbac.listPodsInAllNamespaces): on 403 the adapter lists in the workload namespace.
         "list_pod_for_all_namespaces": [Request("", CORE, "pods", "list")],
         "read_namespaced_config_map": [
             Request("kube-system", CORE, "configmaps", "get", "cluster-autoscaler-status"),
@@ -215,18 +231,31 @@ def test_every_kubernetes_call_the_bot_makes_is_allowed(case: str) -> None:
     for method in sorted(methods_the_bot_calls()):
         if "lease" in method and names["lease"] is None:
             continue  # without leader election the bot never touches the Lease
+        if method == "list_pod_for_all_namespaces":
+            allowed = all(is_allowed(objects, account, r) for r in calls[method])
+            assert allowed == names.get("pods_everywhere", False), "pods in every namespace: only when asked"
+            continue
         for request in calls[method]:
             assert is_allowed(objects, account, request), f"{method}: RBAC forbids {request}"
 
 
 def test_the_authorizer_refuses_what_the_chart_does_not_grant() -> None:
     objects, account = chart.render(), ("gpubot", "gpubot")
-    assert is_allowed(objects, account, Request("gpubot", CORE, "pods", "delete"))
+    assert is_allowed(objects, account, Request(WORKLOADS, CORE, "pods", "delete"))
+    assert not is_allowed(objects, account, Request("gpubot", CORE, "pods", "delete"))
     assert not is_allowed(objects, account, Request("other", CORE, "pods", "delete"))
+    assert not is_allowed(objects, account, Request("", CORE, "pods", "list"))
+    assert not is_allowed(objects, account, Request("gpubot", CORE, "secrets", "get", "gpubot-slack"))
     assert not is_allowed(objects, account, Request("kube-system", CORE, "configmaps", "get", "kube-proxy"))
-    assert not is_allowed(objects, account, Request("gpubot", CORE, "configmaps", "update", "other-config"))
+    assert not is_allowed(objects, account, Request(WORKLOADS, CORE, "configmaps", "update", "other-config"))
     assert not is_allowed(
-        objects, account, Request("gpubot", COORDINATION, "leases", "delete", "gpubot-leader")
+        objects, account, Request(WORKLOADS, COORDINATION, "leases", "delete", "gpubot-leader")
     )
+    assert not is_allowed(
+        objects, account, Request(WORKLOADS, COORDINATION, "leases", "update", "other-lease")
+    )
+    assert not is_allowed(objects, account, Request(WORKLOADS, COORDINATION, "leases", "get", "other-lease"))
+    assert is_allowed(objects, account, Request(WORKLOADS, COORDINATION, "leases", "update", "gpubot-leader"))
     assert not is_allowed(objects, account, Request("", CORE, "nodes", "patch"))
-    assert not is_allowed(objects, ("gpubot", "intruder"), Request("gpubot", CORE, "pods", "get"))
+    assert not is_allowed(objects, account, Request("", CORE, "events", "list"))
+    assert not is_allowed(objects, ("gpubot", "intruder"), Request(WORKLOADS, CORE, "pods", "get"))

@@ -62,7 +62,8 @@ def test_default_values_are_the_bots_own_defaults() -> None:
     assert found.slack.mode == "socket" and found.slack.scale_channel == ""
     assert found.slack.team_ids == found.slack.enterprise_ids == frozenset()  # learned from auth.test
     assert (found.slack.bot_token, found.slack.app_token) == ("xoxb-test-bot", "xapp-test-app")
-    assert found.cluster == settings_module.ClusterSettings(namespace="gpubot", in_cluster=True)
+    assert found.cluster == settings_module.ClusterSettings(in_cluster=True)
+    assert found.cluster.namespace == "gpubot-workloads"
     assert found.leader.enabled and found.leader.lease_name == "gpubot-leader"
     assert found.leader.identity == "gpubot-5d9c7-x2x4q"
     assert found.redis == settings_module.RedisSettings(url="redis://redis:6379/0")

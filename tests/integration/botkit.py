@@ -47,7 +47,9 @@ def bot_settings(
         slack=settings.SlackSettings(
             bot_token=slack.bot_token, app_token=slack.app_token, api_base_url=slack.api_url
         ),
-        cluster=settings.ClusterSettings(kubeconfig=str(kubeconfig)),
+        # The suites written before workloads had a namespace of their own run in the sim's unlabelled
+        # `default`; tests/integration/test_pod_security.py runs the product default, `gpubot-workloads`.
+        cluster=settings.ClusterSettings(kubeconfig=str(kubeconfig), namespace="default"),
         quota=settings.QuotaSettings(admins=frozenset({"U_ADMIN"})),
         redis=settings.RedisSettings(url=redis_url),
     )

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 def gpubot_pods(story: cli_demo.Story) -> list[Json]:
     return [
         p
-        for p in story.sim.pods()
+        for p in story.sim.pods(story.bot.cluster.namespace)  # the demo runs in gpubot-workloads
         if p["metadata"]["labels"].get(labels.MANAGED_BY_LABEL) == labels.MANAGED_BY_VALUE
     ]
 

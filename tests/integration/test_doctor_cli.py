@@ -250,7 +250,7 @@ def test_an_rbac_denial_fails_permissions(
     sim: world.BackgroundWorld, gke: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     for access in (
-        {"verb": "create", "resource": "pods", "namespace": "default"},
+        {"verb": "create", "resource": "pods", "namespace": "gpubot-workloads"},
         {"verb": "watch", "resource": "nodes"},
     ):
         answer = urllib3.request(
@@ -260,7 +260,7 @@ def test_an_rbac_denial_fails_permissions(
     code, found = doctor(capsys, *gke)
     assert code == 1
     assert found["permissions"] == [
-        "FAIL permissions: denied: create pods in default; watch nodes",
+        "FAIL permissions: denied: create pods in gpubot-workloads; watch nodes",
         "  fix: grant them in the Role and ClusterRole bound to gpubot's service account (the Helm chart's "
         "RBAC has exactly these), then check: kubectl auth can-i VERB RESOURCE -n NAMESPACE "
         "--as system:serviceaccount:NAMESPACE:gpubot",

@@ -171,6 +171,7 @@ def gpubot_serve(
         "SLACK_API_URL": slack.api_url,
         "PORT": str(port),
         "GPUBOT_HEALTH_PORT": str(health_port),
+        "GPUBOT_NAMESPACE": "default",  # as tests/integration/botkit.py: the sim's unlabelled namespace
         "KUBECONFIG": str(kubeconfig),
         "REDIS_URL": redis_url,
         "SKIP_SLACK_SDK_WARNING": "1",

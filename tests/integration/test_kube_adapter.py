@@ -218,7 +218,7 @@ def test_nodes_and_autoscaler_status(cluster: kube.KubeCluster) -> None:
         (409, {}, errors.Conflict),
         (410, {}, errors.Gone),
         (422, {}, errors.Invalid),
-        (403, {}, errors.Invalid),
+        (403, {}, errors.Forbidden),
         (429, {"Retry-After": "7"}, errors.RateLimited),
         (500, {}, errors.Unavailable),
         (503, {}, errors.Unavailable),

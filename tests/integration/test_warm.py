@@ -190,6 +190,6 @@ def test_gpu_doctor_is_for_admins_and_answers_with_every_check(
     report = ephemeral(slack, "U_ADMIN", "*gpubot doctor*")
     for name in ("pool-sizing", "pool-taint", "profile-tolerations", "gpu-advertising", "permissions"):
         assert f"*{name}*" in report, report
-    assert ":white_check_mark: *permissions*: all 19 permissions" in report
+    assert ":white_check_mark: *permissions*: all 18 permissions" in report
     assert report.splitlines()[-1].endswith("skipped")
     assert ":x:" not in report, report

@@ -113,6 +113,7 @@ def bot_environment(
         "REDIS_URL": redis_url,
         "GPUBOT_SIM_URL": sim.url,
         "GPUBOT_HEALTH_PORT": "0",
+        "GPUBOT_NAMESPACE": "default",  # as tests/integration/botkit.py: the sim's unlabelled namespace
         "GPUBOT_ADMINS": "U_ADMIN",
         "SKIP_SLACK_SDK_WARNING": "1",
         "PYTHONUNBUFFERED": "1",

@@ -667,12 +667,18 @@ def test_required_access_is_what_gpubot_does() -> None:
         "watch nodes",
         "get leases.coordination.k8s.io in ml", "create leases.coordination.k8s.io in ml",
         "update leases.coordination.k8s.io in ml", "get configmaps/cluster-autoscaler-status in kube-system",
-        "list pods",
     ]  # fmt: skip
     warm = [str(rule) for rule in doctor.required_access("ml", warm_configmap="gpubot-warm")][len(rules) :]
     assert warm == [
         "get configmaps/gpubot-warm in ml", "watch configmaps/gpubot-warm in ml",
         "update configmaps/gpubot-warm in ml",
+    ]  # fmt: skip
+    named = [
+        str(r) for r in doctor.required_access("ml", lease_name="gpubot-leader") if r.resource == "leases"
+    ]
+    assert named == [  # RBAC binds get and update to the Lease's name; create cannot be
+        "get leases.coordination.k8s.io/gpubot-leader in ml", "create leases.coordination.k8s.io in ml",
+        "update leases.coordination.k8s.io/gpubot-leader in ml",
     ]  # fmt: skip
 
 
@@ -686,11 +692,11 @@ def test_permissions() -> None:
     allowed = tuple(AccessAnswer(rule, True) for rule in rules)
     assert permissions_check(Permissions(allowed)) == (
         Status.PASS,
-        "all 16 permissions gpubot needs are granted to the credentials doctor runs with: pods "
+        "all 15 permissions gpubot needs are granted to the credentials doctor runs with: pods "
         "create/delete/get/list/watch/patch in default; pods/log get in default; "
         "events list/watch in default; nodes list/watch; "
         "leases.coordination.k8s.io get/create/update in default; "
-        "configmaps/cluster-autoscaler-status get in kube-system; pods list",
+        "configmaps/cluster-autoscaler-status get in kube-system",
     )
     denied = (AccessAnswer(rules[0], False), AccessAnswer(rules[10], False), *allowed[1:10])
     assert permissions_check(Permissions(denied)) == (

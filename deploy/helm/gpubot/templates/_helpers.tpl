@@ -13,3 +13,14 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
+
+{{/*
+The namespace gpubot's GPU pods, their events, its Lease and its warm schedules live in.
+*/}}
+{{- define "gpubot.workloadNamespace" -}}
+{{ .Values.workloadNamespace | default .Release.Namespace }}
+{{- end }}
+
+{{- define "gpubot.leaseName" -}}
+{{ .Values.leaderElection.leaseName | default (printf "%s-leader" .Release.Name) }}
+{{- end }}
