@@ -116,7 +116,21 @@ def translated() -> Iterator[None]:
     except pydantic.ValidationError as err:
         raise errors.Invalid(f"rejected by the client before sending: {err}") from err
     except (urllib3.exceptions.HTTPError, OSError) as err:
-        raise errors.Unavailable(f"cannot reach the Kubernetes API: {err}") from err
+        raise errors.Unavailable(unreachable_text(err)) from err
+
+
+def unreachable_text(err: BaseException) -> str:
+    """A transport failure as a person can read it: what happened, not the API server's internal address
+    (the full error stays chained for the logs)."""
+    if isinstance(err, urllib3.exceptions.MaxRetryError) and err.reason is not None:
+        err = err.reason
+    if isinstance(err, (urllib3.exceptions.NewConnectionError, ConnectionRefusedError)):
+        return "the Kubernetes API refused the connection"
+    if isinstance(err, (urllib3.exceptions.TimeoutError, TimeoutError)):
+        return "the Kubernetes API did not answer in time"
+    if isinstance(err, urllib3.exceptions.ProtocolError):
+        return "the connection to the Kubernetes API broke off"
+    return "the Kubernetes API could not be reached"
 
 
 def server_time(headers: Mapping[str, str] | None) -> datetime | None:

@@ -37,6 +37,9 @@ class RequestSettings:
     backoff_initial_seconds: float = 0.25
     """Pause after the first failure; doubles per failure. Short: a user is waiting on most calls."""
     backoff_max_seconds: float = 4.0
+    deadline_seconds: float = 25.0
+    """No new try once it could end past this many seconds after the first began: a person waits on most
+    calls, and a hung API server would otherwise hold them for every try's read timeout (82 s before)."""
 
     @property
     def timeout(self) -> tuple[float, float]:
@@ -58,17 +61,20 @@ def call(
     attempt: Callable[[bool], T],
     *,
     sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> T:
     """Run `attempt(retried)` until it succeeds or fails for good; `retried` is True once an earlier
-    attempt failed in a way that may have done its work. Raises the last failure after the last try."""
-    retried = False
+    attempt failed in a way that may have done its work. Raises the last failure after the last try, or
+    once another could not end within the deadline."""
+    retried, started = False, clock()
     for failures in range(1, settings.attempts + 1):
         try:
             return attempt(retried)
         except RETRIED as err:
-            if failures == settings.attempts:
-                raise
             pause = delay(settings, failures, err)
+            worst = clock() - started + pause + sum(settings.timeout)
+            if failures == settings.attempts or worst > settings.deadline_seconds:
+                raise
             logger.warning("%s failed (%s, try %s); retrying in %.2fs", what, err, failures, pause)
             retried = retried or isinstance(err, errors.Unavailable)  # a 429 did nothing
             sleep(pause)

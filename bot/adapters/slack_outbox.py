@@ -120,13 +120,13 @@ def make_client(token: str, *, base_url: str = "https://slack.com/api/", timeout
 def convert(err: Exception) -> errors.GpubotError:
     """Map a slack_sdk or transport failure onto the taxonomy, carrying Retry-After for 429s."""
     if not isinstance(err, SlackApiError):
-        return errors.Unavailable(f"Slack unreachable: {err}")
+        return errors.ChatUnavailable(f"Slack unreachable: {err}")
     status = int(getattr(err.response, "status_code", 0) or 0)
     code = _error_code(err)
     if status == 429 or code == "ratelimited":
         return errors.RateLimited(f"Slack: {code or 'ratelimited'}", retry_after=_retry_after(err))
     if status >= 500 or code in SERVER_ERRORS:
-        return errors.Unavailable(f"Slack: {code or f'HTTP {status}'}")
+        return errors.ChatUnavailable(f"Slack: {code or f'HTTP {status}'}")
     if code in UNREACHABLE_ERRORS:
         return errors.Unreachable(f"Slack: {code}", why=UNREACHABLE_ERRORS[code])
     if code in NOT_FOUND_ERRORS:
@@ -330,7 +330,7 @@ class SlackOutbox:
         """Append a job to its lane; with `coalesce`, overwrite the lane's unsent last job instead."""
         with self._cond:
             if self._stopping:
-                raise errors.Unavailable("the Slack outbox is stopped")
+                raise errors.ChatUnavailable("the Slack outbox is stopped")
             queue = self._lanes.setdefault(lane, collections.deque())
             if coalesce and queue and not queue[-1].in_flight:
                 queue[-1].args = args
@@ -347,7 +347,7 @@ class SlackOutbox:
             return result.result(timeout=wait)
         except TimeoutError:
             if self._withdraw(job):
-                raise errors.Unavailable(f"{what} not sent within {wait} s") from None
+                raise errors.ChatUnavailable(f"{what} not sent within {wait} s") from None
             return result.result()  # on the wire already: its answer is moments away
 
     def _withdraw(self, job: Job) -> bool:
@@ -436,7 +436,7 @@ class SlackOutbox:
                 initial_comment=args["comment"],
             )
         except SlackRequestError as err:  # the upload URL answered other than 200: try again, afresh
-            raise errors.Unavailable(f"Slack refused the file's bytes: {err}") from err
+            raise errors.ChatUnavailable(f"Slack refused the file's bytes: {err}") from err
         return str(answer["file"]["id"])
 
     def _dm_channel(self, user: str, *, then: str) -> str:

@@ -36,6 +36,11 @@ class Unavailable(GpubotError):
     """The remote is down, unreachable or failing (5xx, connection errors); retry with back-off."""
 
 
+class ChatUnavailable(Unavailable):
+    """Slack is down, failing or too slow to take a message; retry with back-off. Apart from the cluster's
+    Unavailable, so a person is told which of the two failed."""
+
+
 Why = Literal["not-member", "archived", "gone"]
 """Why a chat destination refuses us: the bot is not a member (never invited, or removed), the channel is
 archived, or it is gone (deleted, or private and the bot not in it)."""

@@ -17,8 +17,18 @@ def _what(workload: workloads.Workload) -> str:
     return f"`{workload.name}` ({notices.format_gpus(workload.gpus, workload.profile)})"
 
 
+RERUN_LIMIT = 120
+"""Characters of the command shown again: enough for the image and options."""
+
+
 def rerun(workload: workloads.Workload) -> str:
-    return f"To run it again: `{workload.command}`" if workload.command else "To run it again: `/gpu run …`"
+    """How to run it again, without the command's arguments: they may hold a secret, and this is said in a
+    channel long after the owner typed it."""
+    command, _, arguments = workload.command.partition(" -- ")
+    if not command:
+        return "To run it again: `/gpu run …`"
+    shown = command if len(command) <= RERUN_LIMIT else command[: RERUN_LIMIT - 1] + "…"
+    return f"To run it again: `{shown}{' -- …' if arguments else ''}`"
 
 
 def message(

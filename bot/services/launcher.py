@@ -64,11 +64,17 @@ def failures_told(chat_port: chat.Chat, channel: str, user: str, what: str) -> I
         yield
     except errors.GpubotError as err:
         logger.exception("%s for %s failed", what, user)
-        chat_port.ephemeral(
-            channel,
-            user,
-            notices.Ephemeral(f"That did not work: the cluster said {err}. Try again shortly."),
-        )
+        chat_port.ephemeral(channel, user, notices.Ephemeral(failure_text(err)))
+
+
+def failure_text(err: errors.GpubotError) -> str:
+    """What failed, in words that name the right service: Slack, or the cluster."""
+    if isinstance(err, errors.ChatUnavailable):
+        slack = f"Slack is not taking gpubot's messages right now ({err})"
+        return f"That did not work: {slack}. Try again in a minute."
+    if isinstance(err, errors.Unavailable):
+        return f"That did not work: {err}. Try again in a minute."
+    return f"That did not work: the cluster said {err}. Try again shortly."
 
 
 def is_live(workload: workloads.Workload) -> bool:

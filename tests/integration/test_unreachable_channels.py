@@ -127,3 +127,23 @@ def test_a_run_in_a_channel_without_the_bot_is_refused_at_once_with_how_to_invit
     (said,) = refusal
     assert said["source"] == "response_url" and "nothing was started" in said["text"]
     assert gpubot_pods(sim) == [] and roots(slack) == []
+
+
+def test_a_slack_outage_during_a_run_is_told_as_slacks_not_the_clusters(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
+) -> None:
+    """Posting the thread's root fails (Slack answers 503 until the outbox gives up): the asker hears that
+    Slack failed, through the ephemeral path that still works, and no pod is made for a thread nobody has."""
+    down = FaultConfig(rate=1.0, statuses=(503,), methods=frozenset({"chat.postMessage"}))
+    quick = slack_outbox.OutboxSettings(post_timeout_seconds=0.5)
+    with reaping_bot(sim, slack, tmp_path, redis_url, outbox=quick):
+        slack.set_faults(down)
+        assert slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN).acked
+        told = slack.wait_until(
+            lambda: [e["text"] for e in slack.ephemerals("U_ALICE") if "did not work" in e["text"]],
+            timeout=WAIT,
+        )
+        slack.set_faults(FaultConfig())
+    (text,) = told
+    assert text.startswith("That did not work: Slack is not taking gpubot's messages right now"), text
+    assert "the cluster said" not in text and gpubot_pods(sim) == [] and roots(slack) == []

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from bot.core import notices, reaping, reminders, starts, workloads
 
 END = datetime(2026, 3, 1, 14, 0, tzinfo=UTC)
@@ -60,7 +62,7 @@ def test_reaps_say_what_when_why_and_how_to_run_again() -> None:
     assert notices.moments(expired.text) == (
         ":wastebasket: Deleted `gpu-u-alice-1a2b3c` (1 GPU (t4)) Sun 14:05 UTC: "
         "its lease ended Sun 14:00 UTC and nobody extended it. "
-        "To run it again: `/gpu run nvidia/cuda:12.4.1-base-ubuntu22.04 -- sleep 3600`"
+        "To run it again: `/gpu run nvidia/cuda:12.4.1-base-ubuntu22.04 -- …`"
     )
     assert expired.buttons == notices.Buttons()
     warned = WORKLOAD.__class__(
@@ -92,3 +94,17 @@ def test_a_broken_start_says_how_long_why_in_the_clusters_words_and_what_to_do()
         "name `foo:bar` is not valid (InvalidImageName: bad name)."
     )
     assert "would release (its start is broken)" in reminders.dry_run(Act.BROKEN_START, pulling)
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        ("/gpu run img -- python train.py --token=s3cret", "To run it again: `/gpu run img -- …`"),
+        ("/gpu run img --hours 2", "To run it again: `/gpu run img --hours 2`"),
+        ("", "To run it again: `/gpu run …`"),
+        ("/gpu run " + "i" * 300, "To run it again: `/gpu run " + "i" * 110 + "…`"),
+    ],
+)
+def test_running_it_again_never_repeats_the_commands_arguments(command: str, said: str) -> None:
+    workload = dataclasses.replace(WORKLOAD, command=command)
+    assert reminders.rerun(workload) == said
