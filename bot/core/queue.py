@@ -46,8 +46,10 @@ class Place:
     """None when the GPUs it waits for are not held by anyone gpubot knows to be leaving."""
 
 
-def holder(workload: workloads.Workload, policy: reaping.ReaperPolicy) -> Holder | None:
+def holder(workload: workloads.Workload, policy: reaping.ReaperPolicy, now: datetime) -> Holder | None:
     """A workload holding GPUs in the pool, and when they come back; None without a lease (none ends)."""
+    if workload.deletion_requested:
+        return Holder(workload.gpus, now, now)  # stopping: back within its grace period
     if workload.lease_end is None:
         return None
     latest = workload.lease_end + policy.grace
@@ -75,16 +77,20 @@ def places(waiters: Iterable[Waiter], holders: Iterable[Holder]) -> dict[str, Pl
     return found
 
 
-def _minutes(span: timedelta) -> int:
-    """Whole minutes rounded up to ROUNDING, at least one step: "about 0 min" helps nobody."""
-    steps = max(1, math.ceil(span / ROUNDING))
-    return int(steps * ROUNDING.total_seconds() // 60)
+def _rounded(span: timedelta) -> str:
+    """Rounded up to ROUNDING, at least one step ("about 0 min" helps nobody): "20 min", "4h05m"."""
+    minutes = int(max(1, math.ceil(span / ROUNDING)) * ROUNDING.total_seconds() // 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60}h{minutes % 60:02d}m"
 
 
 def wait_text(place: Place, now: datetime) -> str:
-    """ "#2 in line, about 20-35 min"; without an ETA when no known lease frees the GPUs."""
+    """ "#2 in line, about 20 to 35 min"; without an ETA when no known lease frees the GPUs."""
     where = f"#{place.position} in line"
     if place.soonest is None or place.latest is None:
         return f"{where}, behind GPUs with no lease end gpubot knows"
-    low, high = _minutes(place.soonest - now), _minutes(place.latest - now)
-    return f"{where}, about {low} min" if low == high else f"{where}, about {low}-{high} min"
+    low, high = _rounded(place.soonest - now), _rounded(place.latest - now)
+    if low == high:
+        return f"{where}, about {low}"
+    if low.endswith(" min") and high.endswith(" min"):
+        low = low.removesuffix(" min")
+    return f"{where}, about {low} to {high}"

@@ -76,21 +76,30 @@ WORKLOAD = workloads.Workload(
 def test_a_holder_is_back_by_its_idle_release_or_its_lease_end(
     marks: reaping.Marks, likely: datetime
 ) -> None:
-    found = queue.holder(dataclasses.replace(WORKLOAD, marks=marks), POLICY)
+    found = queue.holder(dataclasses.replace(WORKLOAD, marks=marks), POLICY, T0)
     assert found == queue.Holder(1, likely=likely, latest=minutes(65))
 
 
 def test_a_holder_without_a_lease_frees_nothing_gpubot_can_tell() -> None:
-    assert queue.holder(dataclasses.replace(WORKLOAD, lease_end=None), POLICY) is None
+    assert queue.holder(dataclasses.replace(WORKLOAD, lease_end=None), POLICY, T0) is None
+
+
+def test_a_holder_being_released_is_back_now() -> None:
+    stopping = dataclasses.replace(WORKLOAD, deletion_requested=True)
+    assert queue.holder(stopping, POLICY, minutes(7)) == queue.Holder(1, minutes(7), minutes(7))
 
 
 @pytest.mark.parametrize(
     ("soonest", "latest", "said"),
     [
-        (minutes(18), minutes(33), "#2 in line, about 20-35 min"),
+        (minutes(18), minutes(33), "#2 in line, about 20 to 35 min"),
         (minutes(33), minutes(33), "#2 in line, about 35 min"),
         (minutes(0.5), minutes(1), "#2 in line, about 5 min"),
+        (minutes(50), minutes(245), "#2 in line, about 50 min to 4h05m"),
+        (minutes(241), minutes(481), "#2 in line, about 4h05m to 8h05m"),
     ],
 )
-def test_the_wait_is_told_in_five_minute_steps(soonest: datetime, latest: datetime, said: str) -> None:
+def test_the_wait_is_told_in_five_minute_steps_then_hours(
+    soonest: datetime, latest: datetime, said: str
+) -> None:
     assert queue.wait_text(queue.Place(2, soonest, latest), T0) == said
