@@ -34,6 +34,7 @@ from sim.cluster import (
     patches,
     podlogs,
     podsecurity,
+    rbacvalidation,
     resources,
     schema,
     selectors,
@@ -561,6 +562,8 @@ class ApiServer:
             causes = validation.validate(
                 "events.events.k8s.io", events.to_events_v1(obj, fill=False), old=old
             )
+        elif res.plural in rbacvalidation.PLURALS:
+            causes = rbacvalidation.validate(res.plural, obj, old=old)
         else:
             causes = validation.validate(res.plural, obj, old=old)
         if res.plural == "namespaces" and not causes:
