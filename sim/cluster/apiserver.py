@@ -569,7 +569,8 @@ class ApiServer:
         if res.plural == "namespaces" and not causes:
             causes = podsecurity.namespace_causes(obj, old)
         if causes:
-            raise errors.invalid(res.kind, name, causes, group=res.group)
+            qualify = res.plural in rbacvalidation.PLURALS  # the older kinds here keep their tested wording
+            raise errors.invalid(res.kind, name, causes, group=res.group, qualify=qualify)
         model = "CoreV1Event" if res.key == "events" else res.model
         failure = schema.check_client_model(model, obj)
         if failure:

@@ -126,12 +126,9 @@ class Authenticator:
             if account is None:
                 raise errors.not_found(errors.ResourceRef("", "serviceaccounts", "ServiceAccount", name))
             if seconds < MIN_EXPIRATION:
-                cause = errors.Cause(
-                    "FieldValueInvalid",
-                    "spec.expirationSeconds",
-                    "may not specify a duration less than 10 minutes",
-                )
-                raise errors.invalid("TokenRequest", name, [cause], "authentication.k8s.io")
+                detail = "may not specify a duration less than 10 minutes"
+                cause = errors.invalid_value("spec.expirationSeconds", seconds, detail)
+                raise errors.invalid("TokenRequest", name, [cause], "authentication.k8s.io", qualify=True)
         except errors.ApiError as err:
             return web.json_response(err.status(), status=err.code)
         token, expires = self.issue(namespace, name, account["metadata"]["uid"], seconds)
