@@ -457,3 +457,21 @@ def test_kubectl_applies_rbac_and_it_takes_effect(kubectl: Any) -> None:
     assert kubectl("get", "pods", reader).returncode == 0
     assert kubectl("delete", "rolebinding", "read-pods").returncode == 0
     assert kubectl("auth", "can-i", "list", "pods", reader).stdout.strip() == "no"
+
+
+def test_tokens_outlive_a_restart_from_saved_state(tmp_path: Path) -> None:
+    config = world.WorldConfig(state_dir=tmp_path / "state")
+    with (
+        world.BackgroundWorld(config) as first,
+        client.ApiClient(client.Configuration(host=first.url)) as admin,
+    ):
+        token = rbackit.service_account_token(admin, "default", "keeper")
+    with world.BackgroundWorld(config) as second:
+        whoami = urllib3.request(
+            "POST",
+            f"{second.url}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    assert whoami.status == 201
+    assert whoami.json()["status"]["userInfo"]["username"] == "system:serviceaccount:default:keeper"
