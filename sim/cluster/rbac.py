@@ -1,8 +1,8 @@
 """The RBAC authorizer: stored bindings → roles → rules, asked about one request's attributes.
 
-Follows plugin/pkg/auth/authorizer/rbac (rbac.go, the rule matchers in
-staging/src/k8s.io/component-helpers/auth/rbac/validation/policy_comparator and
-pkg/registry/rbac/validation/rule.go) of kubernetes/kubernetes at v1.32.4: ClusterRoleBindings first, then
+Follows kubernetes/kubernetes at v1.32.4: plugin/pkg/auth/authorizer/rbac/rbac.go (RuleAllows),
+pkg/apis/rbac/v1/evaluation_helpers.go (VerbMatches, ResourceMatches, ...) and
+pkg/registry/rbac/validation/rule.go (VisitRulesFor, appliesTo, the describers): ClusterRoleBindings, then
 the RoleBindings of the request's namespace; a ClusterRole bound by a RoleBinding grants only in that
 namespace; `*` matches any verb, group or resource, `*/SUB` any resource's subresource SUB; resourceNames
 limit a rule to named objects (so never to a create or a list without a name); nonResourceURLs match
