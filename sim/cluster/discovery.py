@@ -40,17 +40,20 @@ def _resource_entries(res: Resource) -> list[dict[str, Any]]:
         main["shortNames"] = list(res.short_names)
     out = [main]
     for sub in res.subresources:
-        kind = "Binding" if sub == "binding" else res.kind
-        verbs = {"binding": ["create"], "log": ["get"]}.get(sub, ["get", "patch", "update"])
-        out.append(
-            {
-                "name": f"{res.plural}/{sub}",
-                "singularName": "",
-                "namespaced": res.namespaced,
-                "kind": kind,
-                "verbs": verbs,
-            }
+        kind = {"binding": "Binding", "token": "TokenRequest"}.get(sub, res.kind)
+        verbs = {"binding": ["create"], "log": ["get"], "token": ["create"]}.get(
+            sub, ["get", "patch", "update"]
         )
+        entry = {
+            "name": f"{res.plural}/{sub}",
+            "singularName": "",
+            "namespaced": res.namespaced,
+            "kind": kind,
+            "verbs": verbs,
+        }
+        if sub == "token":  # TokenRequest lives in another group than the ServiceAccount it is made for
+            entry |= {"group": "authentication.k8s.io", "version": "v1"}
+        out.append(entry)
     return out
 
 
