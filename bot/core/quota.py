@@ -55,15 +55,18 @@ def check_limits(
 
 
 def check_quota(
-    request: models.RunRequest, owned_gpus: int, policy: models.QuotaPolicy
+    request: models.RunRequest, owned_gpus: int, policy: models.QuotaPolicy, *, starting: int = 0
 ) -> models.UsageError | None:
-    """The user's GPUs in use (or pending) plus this request must stay within their quota."""
+    """The user's GPUs in use (or pending), those of their runs still being started (`starting`, see
+    `in_flight_gpus`), plus this request must stay within their quota."""
     allowed = policy.max_gpus_per_user
-    if owned_gpus + request.gpus <= allowed:
+    if owned_gpus + starting + request.gpus <= allowed:
         return None
-    left = max(allowed - owned_gpus, 0)
+    left = max(allowed - owned_gpus - starting, 0)
+    also = f", and {starting} more are being started for you" if starting else ""
     problem = (
-        f"Your GPU quota is {allowed}; you already hold {owned_gpus}, so {request.gpus} more would exceed it."
+        f"Your GPU quota is {allowed}; you already hold {owned_gpus}{also}, "
+        f"so {request.gpus} more would exceed it."
     )
     if left:
         return models.UsageError(problem, commands.format_run(replace(request, gpus=left)))

@@ -248,7 +248,7 @@ class Launcher:
         starting = quota.in_flight_gpus(
             held, mine=reservation, pods={w.name for w in owned}, now=reservation.at
         )
-        refused = quota.check_quota(request, held_gpus(owned) + starting, self._settings.policy)
+        refused = quota.check_quota(request, held_gpus(owned), self._settings.policy, starting=starting)
         if refused is not None:
             return self._refuse(channel, owner.user_id, refused)
         if by := self._ledger.cancelled_by(reservation):
@@ -282,7 +282,7 @@ class Launcher:
     def _cancelled(self, owner: models.Owner, channel: str, thread_ts: str, by: str) -> None:
         """Released before its pod was made: the thread (if it has one) and an owner who did not cancel
         it are told that nothing was started."""
-        who = "its owner" if by == owner.user_id else f"<@{by}>"
+        who = "its owner" if by == owner.user_id else f"admin {by}"
         logger.info("run for %s cancelled by %s before its pod was made", owner.user_id, by)
         text = f":no_entry_sign: Released by {who} before its pod was made; nothing was started."
         if thread_ts:

@@ -202,7 +202,7 @@ class Leases:
                 self._tell(
                     channel,
                     actor,
-                    f"{name} belongs to <@{run.owner_id}>; only its owner or an admin may release it. "
+                    f"{name} belongs to {run.owner_id}; only its owner or an admin may release it. "
                     "Try: `/gpu status`",
                 )
             elif self._ledger.cancel(run, actor):
