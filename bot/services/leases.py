@@ -3,7 +3,10 @@
 Each change is one merge patch of the pod's annotations, guarded by its resourceVersion, with its audit
 record appended in the same patch. When another writer got in between, the pod is read again and the
 change decided again, so two extensions never overwrite each other and the cap is checked against what
-the pod says now. Only the owner or an admin may change a lease.
+the pod says now; a pod whose delete is on record (the reaper's, or a release) or under way is too late to
+extend or keep, which orders an extension and the reaper's delete (see `reaper.Reaper._reap`). Only the
+owner or an admin may change a lease. A release also reaches runs still being started (their quota
+reservations, `reservations.Ledger`) and cancels them.
 """
 
 from __future__ import annotations
