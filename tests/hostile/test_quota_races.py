@@ -3,7 +3,8 @@
 Twenty `/gpu run` from one user at once (quota 2 GPUs), on one replica and on two sharing Redis, each race
 run GPUBOT_QUOTA_RACES times (20 by default): never more than 2 GPUs held, the rest refused with the quota
 message. Three runs typed 0.3 s apart: 2 pods. A run whose thread root Slack keeps refusing is released
-while it waits: no pod is ever made, and the releaser, the owner and the thread are told so.
+while it waits: no pod is ever made, and the releaser, the owner and the thread are told so. A run released
+while its create is held: the pod it then makes is deleted, as released.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import redis
 from kubernetes import client
 
 from bot import app, settings
-from sim.cluster import world
+from sim.cluster import faults, world
 from sim.slack.ratelimits import FaultConfig
 from sim.slack.runner import BackgroundSlack
 from tests.hostile.test_authorization import ADMIN, OWNER, told
@@ -203,3 +204,40 @@ def test_a_release_of_a_run_still_being_started_leaves_no_pod(
     assert gpubot_pods(sim) == [] and pod_creates(sim) == 0  # none left, and none ever made
     if releaser != OWNER:
         assert any("before its pod was made" in t for t in told(slack, OWNER))
+
+
+def test_a_release_while_the_pod_is_being_created_deletes_the_pod_the_run_then_makes(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
+) -> None:
+    """The create is held (3 wall seconds, then 504, not carried out) while the release comes in: the
+    release finds no pod and marks the run; the run's retried create makes the pod, reads the mark after it,
+    and deletes that pod as released by its owner."""
+    held = faults.ApiFaultConfig(
+        timeout_rate=1.0,
+        verbs=frozenset({"create"}),
+        resources=frozenset({"pods"}),
+        committed_timeouts=0.0,
+        hold_seconds=3.0,
+    )
+    with replicas(sim, slack, tmp_path, redis_url, 1) as (bot,):
+        sim.run(lambda: sim.world.api.faults.set(held))
+        slack.type_command(OWNER, "C_GPU", "/gpu", f"run {CUDA} --name train -- sleep 3600")
+        deadline = time.monotonic() + WAIT
+        while pod_creates(sim) < 1:  # the first create is in, and held
+            assert time.monotonic() < deadline, "the run never tried its create"
+            time.sleep(0.01)
+        before = len(told(slack, OWNER))
+        slack.type_command(OWNER, "C_GPU", "/gpu", "release train")
+        said = slack.wait_until(lambda: told(slack, OWNER)[before:], timeout=WAIT)
+        sim.run(lambda: sim.world.api.faults.set(faults.ApiFaultConfig()))
+        deadline = time.monotonic() + 3 * WAIT
+        while pod_creates(sim) < 2 or gpubot_pods(sim) or reservations_left(redis_url):
+            assert time.monotonic() < deadline, (
+                f"{pod_creates(sim)} creates, {len(gpubot_pods(sim))} pods left"
+            )
+            time.sleep(0.02)
+        root = slack.wait_until(lambda: (r := root_of(slack)) and "Released" in r["text"] and r, timeout=WAIT)
+        bot.outbox.flush(WAIT)
+    assert said == ["Released `train` while it was still being started: no pod will run."]
+    assert gpubot_pods(sim) == [] and pod_creates(sim) == 2  # the held try, then the one the run deleted
+    assert "Released by its owner" in root["text"]  # the thread tells it as the release it was
