@@ -252,7 +252,7 @@ class Launcher:
         if refused is not None:
             return self._refuse(channel, owner.user_id, refused)
         if by := self._ledger.cancelled_by(reservation):
-            self._cancelled(owner, channel, "", by)
+            self._cancelled(owner, channel, accepted.thread_ts, by)
             return None
         thread_ts = accepted.thread_ts
         if not thread_ts:
