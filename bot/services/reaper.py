@@ -38,6 +38,8 @@ SCRAPE_INTERVAL = timedelta(seconds=15)
 CLAIM_SECONDS = 24 * 3600
 """How long a dry run remembers it said what it would do."""
 CLAIM = labels.TELLING_SINCE_ANNOTATION
+DELETE_ATTEMPTS = 3
+"""Tries at a delete on record while the kubelet keeps changing the pod (each a Conflict of its own)."""
 MARKS: dict[Act, str] = {
     Act.REMIND: labels.REMINDED_FOR_ANNOTATION,
     Act.NUDGE: labels.NUDGED_FOR_ANNOTATION,
@@ -262,26 +264,32 @@ class Reaper:
         return ""
 
     def _delete(self, act: Act, workload: workloads.Workload) -> bool:
-        """Delete the pod as it was when the delete was decided (its uid and resourceVersion): changed since,
-        it is left to the next round, which finishes a delete on record (`FINISH_DELETE`)."""
-        try:
-            self._cluster.delete_pod(
-                workload.namespace,
-                workload.name,
-                uid=workload.uid,
-                resource_version=workload.resource_version,
-            )
-        except errors.NotFound:
-            return False
-        except errors.Conflict:  # changed since (or its name taken by another pod)
-            logger.info(
-                "%s changed before its %s's delete; next round decides again", workload.key, act.value
-            )
-            return False
-        except errors.GpubotError as err:
-            logger.warning("could not delete %s (%s): %s", workload.key, act.value, err)
-            return False
-        return True
+        """Delete the pod as it was when the delete was decided (its uid and resourceVersion). Changed since
+        (the kubelet's status), it is read again and deleted if its delete is still the newest record: no
+        extension can come after that record (`leases.too_late`), so nothing can have undone the decision."""
+        current: workloads.Workload | None = workload
+        for _ in range(DELETE_ATTEMPTS):
+            if current is None or current.uid != workload.uid or current.deletion_requested:
+                return False
+            try:
+                self._cluster.delete_pod(
+                    current.namespace,
+                    current.name,
+                    uid=current.uid,
+                    resource_version=current.resource_version,
+                )
+                return True
+            except errors.NotFound:
+                return False
+            except errors.Conflict:  # changed since (or its name taken by another pod): decide again
+                current = self._cluster.get_workload(workload.namespace, workload.name)
+                if current is not None and not podspec.delete_recorded(current.audit):
+                    logger.info("%s changed before its %s's delete; not deleting it", workload.key, act.value)
+                    return False
+            except errors.GpubotError as err:
+                logger.warning("could not delete %s (%s): %s", workload.key, act.value, err)
+                return False
+        return False
 
     def _record(self, workload: workloads.Workload, entry: models.AuditEntry, *, version: str) -> str:
         """The reap's audit record, clearing the claim in the same patch, if the pod is still as claimed
