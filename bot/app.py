@@ -36,9 +36,10 @@ from bot.adapters import (
     slack_render,
     store,
 )
+from bot.adapters import reservations as quota_reservations
 from bot.core import notices, pools, ports, warm, workloads, workspaces
 from bot.core.ports import WatchCallback
-from bot.services import Services, launcher, leases, reaper, scale_notifier, tracker
+from bot.services import Services, launcher, leases, reaper, reservations, scale_notifier, tracker
 from bot.services import doctor as doctor_service
 from bot.services import logs as logs_service
 from bot.services import warm as warm_service
@@ -345,13 +346,15 @@ def build(
         reaper=settings.reaper_policy(),
         security=settings.cluster.pod_security,
     )
-    lease_service = leases.Leases(cluster, chat, launch, clock=clock)
+    ledger = reservations.Ledger(quota_reservations.open_reservations(kept, prefix=settings.redis.key_prefix))
+    lease_service = leases.Leases(cluster, chat, launch, clock=clock, ledger=ledger)
     services = Services(
         launcher=launcher.Launcher(
             cluster,
             chat,
             launch,
             clock=clock,
+            ledger=ledger,
             store=kept,
             telemetry=telemetry,
             replica=settings.leader.identity,

@@ -561,23 +561,36 @@ class KubeCluster:
         logger.info("created pod %s", workload.key)
         return workload
 
-    def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
+    def delete_pod(self, namespace: str, name: str, *, uid: str = "", resource_version: str = "") -> None:
         """Retried: deleting a pod twice is deleting it (or NotFound, which callers take as gone). With
-        `uid`, the API's precondition makes sure a namesake made since is never the one deleted."""
-        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)) if uid else None
+        `uid`, the API's precondition makes sure a namesake made since is never the one deleted; with
+        `resource_version`, that nothing changed the pod since. A retry whose first attempt landed meets
+        that Conflict, and a pod of that uid already being deleted is that attempt."""
+        preconditions = client.V1Preconditions(uid=uid or None, resource_version=resource_version or None)
+        body = client.V1DeleteOptions(preconditions=preconditions) if uid or resource_version else None
         what = f"deleting pod {namespace}/{name}"
-        self._read(what, self.core.delete_namespaced_pod, name, namespace, body=body)
+        attempt = functools.partial(self._delete_once, namespace, name, uid, body)
+        kube_retry.call(self.requests, what, attempt)
         logger.info("deleting pod %s/%s", namespace, name)
+
+    def _delete_once(self, namespace: str, name: str, uid: str, body: Any, retried: bool) -> None:
+        try:
+            self._send(self.core.delete_namespaced_pod, name, namespace, body=body)
+        except errors.Conflict:
+            found = self._read_pod(namespace, name) if retried else None
+            meta = (found or {}).get("metadata") or {}
+            if not (meta.get("deletionTimestamp") and (not uid or meta.get("uid") == uid)):
+                raise
 
     def annotate_pod(
         self, namespace: str, name: str, annotations: Mapping[str, str], *, resource_version: str = ""
-    ) -> None:
+    ) -> str:
         """Retried: the patch sets fixed values. With `resource_version`, a retry whose first attempt
         landed meets Conflict, and a pod already holding every annotation we sent is that attempt."""
         metadata: Obj = {"annotations": dict(annotations)}
         if resource_version:
             metadata["resourceVersion"] = resource_version  # the API's precondition on a patch
-        self._write(
+        written = self._write(
             f"annotating pod {namespace}/{name}",
             namespace,
             name,
@@ -589,6 +602,7 @@ class KubeCluster:
             _content_type=MERGE_PATCH,
         )
         logger.info("annotated pod %s/%s: %s", namespace, name, ", ".join(sorted(annotations)))
+        return str((written.get("metadata") or {}).get("resourceVersion") or "")
 
     def _write(
         self,

@@ -29,6 +29,8 @@ class RedisStore:
     def __init__(self, client: redis.Redis, *, prefix: str = "gpubot:") -> None:
         self._redis = client
         self._prefix = prefix
+        self.client = client
+        """The connection, shared with the quota's reservations (`reservations.RedisReservations`)."""
 
     def claim(self, key: str, ttl_seconds: int) -> bool:
         try:

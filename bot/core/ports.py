@@ -29,15 +29,17 @@ class Cluster(Protocol):
         """Create the pod; `Conflict` if one with that name exists, `Invalid` if the API refuses it."""
         ...
 
-    def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
+    def delete_pod(self, namespace: str, name: str, *, uid: str = "", resource_version: str = "") -> None:
         """Start a graceful deletion; `NotFound` if there is no such pod, `Conflict` if `uid` is given
-        and the pod of that name is another (made since, by anyone)."""
+        and the pod of that name is another (made since, by anyone), or if `resource_version` is given and
+        the pod changed since (the delete was decided on a state that is no more)."""
         ...
 
     def annotate_pod(
         self, namespace: str, name: str, annotations: Mapping[str, str], *, resource_version: str = ""
-    ) -> None:
-        """Merge `annotations` into the pod's (other keys stay); `NotFound` if it is gone.
+    ) -> str:
+        """Merge `annotations` into the pod's (other keys stay); `NotFound` if it is gone. Returns the
+        pod's resourceVersion after the write, for a next step guarded by it.
 
         With `resource_version`, `Conflict` if the pod changed since that version: a read-modify-write of
         one annotation then never overwrites a concurrent writer's value.
@@ -149,6 +151,44 @@ class Store(Protocol):
 
     def entries(self, table: str) -> dict[str, str]:
         """Everything kept in `table`; {} when there is nothing (or the store is down)."""
+        ...
+
+
+Ticketed = tuple[int, str]
+"""A reservation as kept: the ticket the store gave it (its place in line) and its value."""
+
+
+class Reservations(Protocol):
+    """Runs between their quota check and their pod, shared by every replica: what makes quota atomic.
+
+    `reserve` is one atomic step in the store (a Redis script), so each run sees exactly the runs that
+    reserved before it. With the store down a replica keeps its own (and says so in its log): the quota then
+    holds per replica only, and a release on another replica cannot cancel a run still starting here.
+    """
+
+    def reserve(self, key: str, value: str) -> tuple[int, dict[str, Ticketed]]:
+        """Keep `value` under `key` with the next ticket; that ticket, and every reservation held at that
+        moment (this one included), in one atomic step."""
+        ...
+
+    def amend(self, key: str, value: str) -> bool:
+        """Replace a held reservation's value, keeping its ticket; False if it is not held (any more)."""
+        ...
+
+    def held(self) -> dict[str, Ticketed]:
+        """Every reservation held now."""
+        ...
+
+    def cancel(self, key: str, by: str) -> bool:
+        """Mark a held reservation's run cancelled by `by`; False if it is not held (any more)."""
+        ...
+
+    def cancelled_by(self, key: str) -> str:
+        """Who cancelled the run, or "" if nobody did."""
+        ...
+
+    def release(self, key: str) -> None:
+        """Forget the reservation and its cancel mark: its pod exists, or it will never."""
         ...
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -22,6 +23,7 @@ from bot.core import (
     commands,
     costs,
     errors,
+    labels,
     models,
     notices,
     podsecurity,
@@ -31,7 +33,7 @@ from bot.core import (
     reaping,
     workloads,
 )
-from bot.services import chat, pending, status
+from bot.services import chat, pending, reservations, status
 
 logger = logging.getLogger(__name__)
 audit_logger = logging.getLogger("gpubot.audit")
@@ -116,12 +118,14 @@ class Launcher:
         settings: LaunchSettings,
         *,
         clock: Callable[[], datetime],
+        ledger: reservations.Ledger,
         store: ports.Store | None = None,
         telemetry: ports.Telemetry = ports.NO_TELEMETRY,
         replica: str = "",
     ) -> None:
         """`store` holds each user's spend today, which `/gpu status` shows, and the runs in flight;
-        `replica` names this replica in that journal."""
+        `replica` names this replica in that journal; `ledger` holds the quota's reservations, shared by
+        the replicas."""
         self._telemetry = telemetry
         self._cluster = cluster
         self._chat = chat_port
@@ -131,6 +135,7 @@ class Launcher:
         self.warm_lines: Callable[[datetime], list[str]] | None = None
         """The warm schedules' lines for `/gpu status`, when the root wired them."""
         self._journal = pending.Journal(store, replica=replica)
+        self._ledger = ledger
 
     # -- dispatch ------------------------------------------------------------------------------------
     def handle(
@@ -211,23 +216,51 @@ class Launcher:
     def _run(
         self, request: models.RunRequest, accepted: pending.PendingRun, answer: chat.Answer | None = None
     ) -> workloads.Workload | models.UsageError | None:
-        settings, owner, channel = self._settings, accepted.owner, accepted.channel
-        owned = self._cluster.list_workloads(owner.user_id)
+        """Reserve the GPUs, check the quota against the pods and the runs ahead, root, pod; the
+        reservation is kept until the pod exists or the run gave up, whatever happens in between."""
+        settings, owner = self._settings, accepted.owner
+        profile = quota.check_request(
+            request,
+            profiles=settings.profiles,
+            default_profile=settings.default_profile,
+            policy=settings.policy,
+        )
+        if isinstance(profile, models.UsageError):
+            return self._refuse(accepted.channel, owner.user_id, profile)
+        now = self._clock()
+        key = accepted.request_id or uuid.uuid4().hex  # `run()` has no Slack request to name it by
+        asked = quota.Reservation(key, owner.user_id, request.gpus, now, pod=request.name or "")
+        reservation, held = self._ledger.reserve(asked, now)
+        try:
+            return self._reserved_run(request, profile, reservation, held, accepted, answer)
+        finally:
+            self._ledger.release(reservation)
+
+    def _reserved_run(
+        self,
+        request: models.RunRequest,
+        profile: models.GpuProfile,
+        reservation: quota.Reservation,
+        held: list[quota.Reservation],
+        accepted: pending.PendingRun,
+        answer: chat.Answer | None,
+    ) -> workloads.Workload | models.UsageError | None:
+        owner, channel = accepted.owner, accepted.channel
+        owned = self._cluster.list_workloads(owner.user_id)  # read after reserving: see `in_flight_gpus`
         key = podspec.request_key(accepted.request_id)
         made = next((w for w in owned if key and w.request == key), None)
         if made is not None:
             logger.info("%s exists for this request already: Slack delivered it again", made.key)
             return made
-        profile = quota.check_run(
-            request,
-            profiles=settings.profiles,
-            default_profile=settings.default_profile,
-            owned_gpus=held_gpus(owned),
-            policy=settings.policy,
+        starting = quota.in_flight_gpus(
+            held, mine=reservation, pods={w.name for w in owned}, now=reservation.at
         )
-        if isinstance(profile, models.UsageError):
-            self._chat.ephemeral(channel, owner.user_id, notices.Ephemeral(profile.message))
-            return profile
+        refused = quota.check_quota(request, held_gpus(owned), self._settings.policy, starting=starting)
+        if refused is not None:
+            return self._refuse(channel, owner.user_id, refused)
+        if by := self._ledger.cancelled_by(reservation):
+            self._cancelled(owner, channel, accepted.thread_ts, by)
+            return None
         thread_ts = accepted.thread_ts
         if not thread_ts:
             asked = notices.format_gpus(request.gpus, profile.name)
@@ -238,7 +271,43 @@ class Launcher:
             except errors.Unreachable as err:  # before any pod: a run nobody could follow is not started
                 return self._refuse_unreachable(channel, owner.user_id, err, answer)
             self._journal.posted(accepted, thread_ts)
-        return self._create(request, profile, owner, channel=channel, thread_ts=thread_ts, request_key=key)
+        name = podspec.pod_name(request, owner, channel=channel, thread_ts=thread_ts)
+        reservation = self._ledger.name(reservation, name)
+        if by := self._ledger.cancelled_by(reservation):
+            self._cancelled(owner, channel, thread_ts, by)
+            return None
+        created = self._create(request, profile, owner, channel=channel, thread_ts=thread_ts, request_key=key)
+        if created is not None and (by := self._ledger.cancelled_by(reservation)):
+            self._withdraw(created, by)  # released while it was being made: no pod left behind
+            return None
+        return created
+
+    def _refuse(self, channel: str, user: str, refusal: models.UsageError) -> models.UsageError:
+        self._chat.ephemeral(channel, user, notices.Ephemeral(refusal.message))
+        return refusal
+
+    def _cancelled(self, owner: models.Owner, channel: str, thread_ts: str, by: str) -> None:
+        """Released before its pod was made: the thread (if it has one) and an owner who did not cancel
+        it are told that nothing was started."""
+        who = "its owner" if by == owner.user_id else f"admin {by}"
+        logger.info("run for %s cancelled by %s before its pod was made", owner.user_id, by)
+        text = f":no_entry_sign: Released by {who} before its pod was made; nothing was started."
+        if thread_ts:
+            self._chat.update(channel, thread_ts, notices.Reply(text))
+        if by != owner.user_id:
+            self._chat.ephemeral(channel, owner.user_id, notices.Ephemeral(text))
+
+    def _withdraw(self, created: workloads.Workload, by: str) -> None:
+        """Released between the check before the create and the create's answer: recorded as a release
+        (so its thread says who released it) and deleted."""
+        entry = podspec.release_audit_entry(by, owner_id=created.owner_id, now=self._clock())
+        logger.info("%s was released while it was being made; deleting it", created.key)
+        notes = {labels.AUDIT_ANNOTATION: podspec.append_audit(created.audit, entry)}
+        with contextlib.suppress(errors.NotFound):
+            self._cluster.annotate_pod(created.namespace, created.name, notes)
+        with contextlib.suppress(errors.NotFound, errors.Conflict):  # gone, or released by the releaser too
+            self._cluster.delete_pod(created.namespace, created.name, uid=created.uid)
+        log_audit(entry, created.key)
 
     def _create(
         self,

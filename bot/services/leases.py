@@ -3,7 +3,10 @@
 Each change is one merge patch of the pod's annotations, guarded by its resourceVersion, with its audit
 record appended in the same patch. When another writer got in between, the pod is read again and the
 change decided again, so two extensions never overwrite each other and the cap is checked against what
-the pod says now. Only the owner or an admin may change a lease.
+the pod says now; a pod whose delete is on record (the reaper's, or a release) or under way is too late to
+extend or keep, which orders an extension and the reaper's delete (see `reaper.Reaper._reap`). Only the
+owner or an admin may change a lease. A release also reaches runs still being started (their quota
+reservations, `reservations.Ledger`) and cancels them.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from bot.core import errors, labels, models, notices, podspec, ports, reaping, workloads
-from bot.services import chat, launcher
+from bot.core import errors, labels, models, notices, podspec, ports, quota, reaping, workloads
+from bot.services import chat, launcher, reservations
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +70,31 @@ def write_audited(
     raise errors.Conflict(f"{workload.key} kept changing; nothing was written")
 
 
+def made_into(run: quota.Reservation, pods: list[workloads.Workload]) -> bool:
+    """The run still starting has its pod among these (by its name, or by the request the pod records)."""
+    key = podspec.request_key(run.request_id)
+    return any(w.name == run.pod or (key and w.request == key) for w in pods)
+
+
+def too_late(workload: workloads.Workload, verb: str = "extend") -> models.UsageError | None:
+    """A pod whose delete is on record (the reaper's, or a release) or under way has no lease left to
+    change: said as such, never "Extended". Decided on the pod as the guarded write reads it, so a delete
+    recorded after an extension was read fails that write, and this answers the retry."""
+    recorded = podspec.recorded_delete(workload.audit)
+    if not (workload.deletion_requested or recorded):
+        return None
+    why = (
+        "the reaper is deleting it"
+        if recorded and recorded.get("action") == "reap"
+        else "it is being released"
+    )
+    return models.UsageError(
+        f"Too late to {verb} `{workload.name}`: {why}, so its lease is over. "
+        "A new `/gpu run` starts a fresh one.",
+        "/gpu status",
+    )
+
+
 def actor_phrase(workload: workloads.Workload, actor: str) -> str:
     """Who acted, as a thread says it: "its owner", or "admin U0ADMIN"."""
     return "its owner" if actor == workload.owner_id else f"admin {actor}"
@@ -80,7 +108,10 @@ class Leases:
         settings: launcher.LaunchSettings,
         *,
         clock: Callable[[], datetime],
+        ledger: reservations.Ledger,
     ) -> None:
+        """`ledger`: the runs still being started, so a release reaches them before their pods exist."""
+        self._ledger = ledger
         self._cluster = cluster
         self._chat = chat_port
         self._settings = settings
@@ -130,8 +161,9 @@ class Leases:
 
     # -- /gpu release ------------------------------------------------------------------------------
     def release(self, request: models.ReleaseRequest, actor: str, channel: str) -> list[str]:
-        """Delete the named, only, or all of the actor's workloads; return the names released."""
-        targets = self._release_targets(request, actor, channel)
+        """Delete the named, only, or all of the actor's workloads, and cancel those still being started;
+        return the names released."""
+        targets, cancelled = self._release_targets(request, actor, channel)
         for going in [w for w in targets if w.deletion_requested]:  # a second press, or a slow Slack
             self._tell(channel, actor, f"`{going.name}` is being released already.")
         targets = [w for w in targets if not w.deletion_requested]
@@ -141,22 +173,62 @@ class Leases:
             names = ", ".join(f"`{name}`" for name in released)
             stopping = "Its pod is stopping" if len(released) == 1 else "Their pods are stopping"
             self._tell(channel, actor, f"Released {names}. {stopping}; the thread says when the GPU is back.")
-        return released
+        for name in cancelled:
+            what = f"`{name}`" if name else "your run"
+            self._tell(channel, actor, f"Released {what} while it was still being started: no pod will run.")
+        return released + cancelled
 
     def _release_targets(
         self, request: models.ReleaseRequest, actor: str, channel: str
-    ) -> list[workloads.Workload]:
+    ) -> tuple[list[workloads.Workload], list[str]]:
+        """The pods to release, and the names of runs still starting that were cancelled instead. Pods are
+        read after the cancel marks: a run whose pod came in between is released as a pod."""
+        now = self._clock()
+        starting = quota.starting_named(self._ledger.held(now), name=request.name or "", owner=actor, now=now)
         if request.name:
-            found = self.find(request.name, actor, channel)
-            return [found] if found is not None else []
+            cancelled = self._cancel(starting, actor, channel)
+            found = self._cluster.get_workload(self._settings.namespace, request.name)
+            if found is not None:
+                return [found], []
+            if not cancelled:
+                self._tell(
+                    channel, actor, f"There is no gpubot workload `{request.name}`. Try: `/gpu status`"
+                )
+            return [], [request.name] if cancelled else []
         mine = [w for w in self._cluster.list_workloads(actor) if not w.deletion_requested]
-        if not mine:
+        starting = [r for r in starting if not made_into(r, mine)]
+        if not mine and not starting:
             self._tell(channel, actor, "You have no workloads to release. `/gpu status` shows the pool.")
-        elif len(mine) > 1 and not request.everything:
-            names = ", ".join(f"`{w.name}`" for w in mine)
-            self._tell(channel, actor, f"You have {len(mine)} workloads ({names}). Try: `/gpu release all`")
-            return []
-        return mine
+            return [], []
+        if len(mine) + len(starting) > 1 and not request.everything:
+            names = [f"`{w.name}`" for w in mine] + [
+                f"`{r.pod}` (starting)" if r.pod else "one starting" for r in starting
+            ]
+            count = len(names)
+            self._tell(
+                channel, actor, f"You have {count} workloads ({', '.join(names)}). Try: `/gpu release all`"
+            )
+            return [], []
+        cancelled = self._cancel(starting, actor, channel)
+        if cancelled:
+            mine = [w for w in self._cluster.list_workloads(actor) if not w.deletion_requested]
+        return mine, [r.pod for r in cancelled if not made_into(r, mine)]
+
+    def _cancel(self, starting: list[quota.Reservation], actor: str, channel: str) -> list[quota.Reservation]:
+        """Mark each run still starting that the actor may release; the runs read the mark themselves."""
+        cancelled = []
+        for run in starting:
+            if run.owner_id != actor and not self._settings.policy.is_admin(actor):
+                name = f"`{run.pod}`" if run.pod else "That run"
+                self._tell(
+                    channel,
+                    actor,
+                    f"{name} belongs to {run.owner_id}; only its owner or an admin may release it. "
+                    "Try: `/gpu status`",
+                )
+            elif self._ledger.cancel(run, actor):
+                cancelled.append(run)
+        return cancelled
 
     def _delete(self, workload: workloads.Workload, actor: str) -> bool:
         entry = podspec.release_audit_entry(actor, owner_id=workload.owner_id, now=self._clock())
@@ -207,6 +279,9 @@ class Leases:
         self, workload: workloads.Workload, hours: float | None, actor: str, now: datetime
     ) -> Change[reaping.Extension] | models.UsageError:
         """The new lease end for the pod as it is now; extending also answers an idle warning."""
+        late = too_late(workload)
+        if late is not None:
+            return late
         decided = reaping.extend(
             workload.lease_end,
             workload.requested_at,
@@ -262,8 +337,14 @@ class Leases:
         until = (now + self._settings.reaper.idle_window).replace(microsecond=0)
         entry = podspec.keep_audit_entry(actor, kept_until=until, now=now)
         notes = {labels.KEPT_UNTIL_ANNOTATION: podspec.format_time(until)}
-        if write_audited(self._cluster, found, lambda current: Change(notes, entry, until)) is None:
+        kept = write_audited(
+            self._cluster, found, lambda current: too_late(current, "keep") or Change(notes, entry, until)
+        )
+        if kept is None:
             self._tell(channel, actor, f"`{found.name}` is gone already; there is nothing to keep.")
+            return None
+        if isinstance(kept, models.UsageError):
+            self._tell(channel, actor, kept.message)
             return None
         launcher.log_audit(entry, found.key)
         said = f"no idle release before {notices.clock_time(until)}"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from bot.core import errors, idleness, labels, models, notices, podspec, ports, reaping, reminders, workloads
-from bot.services import chat, leases, status, tellings
+from bot.services import chat, status, tellings
 from bot.services.launcher import log_audit
 
 logger = logging.getLogger(__name__)
@@ -38,6 +38,8 @@ SCRAPE_INTERVAL = timedelta(seconds=15)
 CLAIM_SECONDS = 24 * 3600
 """How long a dry run remembers it said what it would do."""
 CLAIM = labels.TELLING_SINCE_ANNOTATION
+DELETE_ATTEMPTS = 3
+"""Tries at a delete on record while the kubelet keeps changing the pod (each a Conflict of its own)."""
 MARKS: dict[Act, str] = {
     Act.REMIND: labels.REMINDED_FOR_ANNOTATION,
     Act.NUDGE: labels.NUDGED_FOR_ANNOTATION,
@@ -166,12 +168,18 @@ class Reaper:
             logger.info("%s: its release was recorded but not carried out; deleting it now", workload.key)
             return self._delete(act, workload)
         if act is Act.IDLE_CLEAR:
-            return self._annotate(workload, {MARKS[act]: ""}, act, guarded=True)
+            return bool(self._annotate(workload, {MARKS[act]: ""}, act, guarded=True))
         return self._reap(act, workload, now)
 
     def _reap(self, act: Act, workload: workloads.Workload, now: datetime) -> bool:
-        """Claim, journal its message, record, delete: on time, whatever Slack says."""
-        if not self._annotate(workload, {CLAIM: podspec.format_time(now)}, act, guarded=True):
+        """Claim, journal its message, record, delete: on time, whatever Slack says.
+
+        Each step is guarded by the resourceVersion the step before left, from the state the act was decided
+        on: an extension (or a Keep) written in between fails the next step with a Conflict, and the next
+        round decides again on the new lease. Once the delete is recorded, an extension is refused instead
+        (`leases.too_late`), so the owner's answer and the pod's fate always agree."""
+        claimed = self._annotate(workload, {CLAIM: podspec.format_time(now)}, act, guarded=True)
+        if not claimed:
             return False
         start_error = self._start_errors(workload.key) if self._start_errors else ""
         message = reminders.message(act, workload, now, self._policy, start_error=start_error)
@@ -183,13 +191,13 @@ class Reaper:
             now,
         )
         self._journal.keep(telling)  # first: a kill from here on still tells it, after the restart
-        recorded = self._record(
-            workload, models.AuditEntry("reap", REAPER_ACTOR, now, (("reason", act.value),))
-        )
-        deleted = self._delete(act, workload)
-        if not (recorded or deleted):  # nothing happened: the claim goes void and the act is decided again
+        entry = models.AuditEntry("reap", REAPER_ACTOR, now, (("reason", act.value),))
+        recorded = self._record(workload, entry, version=claimed)
+        if not recorded:  # changed since the claim (an extension?): nothing happened, decide again
+            self._annotate(workload, {CLAIM: ""}, act)
             self._journal.drop(telling)
             return False
+        self._delete(act, replace(workload, resource_version=recorded))
         self._untold[telling.key] = telling
         return True
 
@@ -239,10 +247,11 @@ class Reaper:
 
     def _annotate(
         self, workload: workloads.Workload, notes: dict[str, str], act: Act, *, guarded: bool = False
-    ) -> bool:
-        """One merge patch; `guarded` only if the pod is as we last saw it, the one guard against repeats."""
+    ) -> str:
+        """One merge patch; `guarded` only if the pod is as we last saw it, the one guard against repeats.
+        The pod's resourceVersion after it, or "" when nothing was written."""
         try:
-            self._cluster.annotate_pod(
+            return self._cluster.annotate_pod(
                 workload.namespace,
                 workload.name,
                 notes,
@@ -250,32 +259,54 @@ class Reaper:
             )
         except (errors.Conflict, errors.NotFound):
             logger.info("%s changed before its %s; next round decides again", workload.key, act.value)
-            return False
         except errors.GpubotError as err:
             logger.warning("could not write %s's %s: %s", workload.key, act.value, err)
-            return False
-        return True
+        return ""
 
     def _delete(self, act: Act, workload: workloads.Workload) -> bool:
-        try:
-            self._cluster.delete_pod(workload.namespace, workload.name, uid=workload.uid)
-        except (errors.NotFound, errors.Conflict):  # gone, or its name taken by another pod since
-            return False
-        except errors.GpubotError as err:
-            logger.warning("could not delete %s (%s): %s", workload.key, act.value, err)
-            return False
-        return True
+        """Delete the pod as it was when the delete was decided (its uid and resourceVersion). Changed since
+        (the kubelet's status), it is read again and deleted if its delete is still the newest record: no
+        extension can come after that record (`leases.too_late`), so nothing can have undone the decision."""
+        current: workloads.Workload | None = workload
+        for _ in range(DELETE_ATTEMPTS):
+            if current is None or current.uid != workload.uid or current.deletion_requested:
+                return False
+            try:
+                self._cluster.delete_pod(
+                    current.namespace,
+                    current.name,
+                    uid=current.uid,
+                    resource_version=current.resource_version,
+                )
+                return True
+            except errors.NotFound:
+                return False
+            except errors.Conflict:  # changed since (or its name taken by another pod): decide again
+                current = self._cluster.get_workload(workload.namespace, workload.name)
+                if current is not None and not podspec.delete_recorded(current.audit):
+                    logger.info("%s changed before its %s's delete; not deleting it", workload.key, act.value)
+                    return False
+            except errors.GpubotError as err:
+                logger.warning("could not delete %s (%s): %s", workload.key, act.value, err)
+                return False
+        return False
 
-    def _record(self, workload: workloads.Workload, entry: models.AuditEntry) -> bool:
-        """The reap's audit record, clearing the claim in the same patch: all it needs now is its delete."""
-        change = leases.Change({CLAIM: ""}, entry, None)
-        log_audit(entry, workload.key)
+    def _record(self, workload: workloads.Workload, entry: models.AuditEntry, *, version: str) -> str:
+        """The reap's audit record, clearing the claim in the same patch, if the pod is still as claimed
+        (`version`): all it needs then is its delete. The resourceVersion after it, or "" if not written."""
+        notes = {CLAIM: "", labels.AUDIT_ANNOTATION: podspec.append_audit(workload.audit, entry)}
         try:
-            leases.write_audited(self._cluster, workload, lambda current: change)
-        except errors.GpubotError as err:  # the log line still records it; the delete comes next
+            written = self._cluster.annotate_pod(
+                workload.namespace, workload.name, notes, resource_version=version
+            )
+        except (errors.Conflict, errors.NotFound):
+            logger.info("%s changed since its reap was claimed; next round decides again", workload.key)
+            return ""
+        except errors.GpubotError as err:
             logger.info("reap of %s not recorded on the pod: %s", workload.key, err)
-            return False
-        return True
+            return ""
+        log_audit(entry, workload.key)
+        return written
 
     def _pretend(self, act: Act, workload: workloads.Workload) -> bool:
         """Dry run: say once per act and lease what would happen, change nothing."""

@@ -760,14 +760,27 @@ def schema_message(res: Resource, verb: str, detail: str) -> str:
 
 
 def check_preconditions(target: Target, current: Obj, preconditions: dict[str, Any]) -> None:
-    """DeleteOptions.preconditions, worded as ObjectMetaPreconditions.Check words a mismatch."""
-    for key, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
-        wanted, actual = preconditions.get(key), current["metadata"].get(key)
-        if wanted and wanted != actual:
-            reason = (
-                f"Precondition failed: {label} in precondition: {wanted}, {label} in object meta: {actual}"
-            )
-            raise conflict_because(ref(target), reason)
+    """DeleteOptions.preconditions as a real API server checks them first, in `rest.BeforeDelete`
+    (kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/registry/rest/delete.go, read at commit
+    02a7741; `Store.Delete` in registry/generic/registry/store.go calls it on the object it just read,
+    before the storage layer's own `Preconditions.Check`). Its Conflict names a GroupResource made of the
+    *kind* (`Resource: gvk.Kind`), so the message says `on Pod "x"` where other conflicts say `pods`."""
+    meta = current["metadata"]
+    res = target.resource
+    on = errors.ResourceRef(res.group, res.kind, res.kind, target.name)
+    uid, version = preconditions.get("uid"), preconditions.get("resourceVersion")
+    if uid and uid != meta.get("uid"):
+        raise conflict_because(
+            on,
+            f"the UID in the precondition ({uid}) does not match the UID in record ({meta.get('uid', '')}). "
+            "The object might have been deleted and then recreated",
+        )
+    if version and version != meta.get("resourceVersion"):
+        raise conflict_because(
+            on,
+            f"the ResourceVersion in the precondition ({version}) does not match the ResourceVersion in "
+            f"record ({meta.get('resourceVersion', '')}). The object might have been modified",
+        )
 
 
 def conflict_because(ref: errors.ResourceRef, reason: str) -> errors.ApiError:

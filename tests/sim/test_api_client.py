@@ -520,22 +520,29 @@ def test_unbound_or_forced_deletion_is_immediate(
 @pytest.mark.parametrize(
     ("precondition", "wording"),
     [
-        ({"uid": "not-it"}, "Precondition failed: UID in precondition: not-it, UID in object meta: "),
+        (
+            {"uid": "not-it"},
+            "the UID in the precondition (not-it) does not match the UID in record ({uid}). "
+            "The object might have been deleted and then recreated",
+        ),
         (
             {"resource_version": "1"},
-            "Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in ",
+            "the ResourceVersion in the precondition (1) does not match the ResourceVersion in record "
+            "({version}). The object might have been modified",
         ),
     ],
 )
 def test_delete_preconditions(core: client.CoreV1Api, precondition: dict[str, str], wording: str) -> None:
-    core.create_namespaced_pod(NS, pod("pre"))
+    """Worded as rest.BeforeDelete words them (the kind, not the resource, in `on Pod`)."""
+    made = core.create_namespaced_pod(NS, pod("pre"))
     options = client.V1DeleteOptions(preconditions=client.V1Preconditions(**precondition))
     with pytest.raises(ApiException) as caught:
         core.delete_namespaced_pod("pre", NS, body=options)
     assert caught.value.status == 409
-    assert error_body(caught.value)["message"].startswith(
-        f'Operation cannot be fulfilled on pods "pre": {wording}'
-    )
+    body = error_body(caught.value)
+    said = wording.format(uid=made.metadata.uid, version=made.metadata.resource_version)
+    assert body["message"] == f'Operation cannot be fulfilled on Pod "pre": {said}'
+    assert (body["reason"], body["details"]) == ("Conflict", {"name": "pre", "kind": "Pod"})
     current = core.read_namespaced_pod("pre", NS)
     exact = client.V1Preconditions(
         uid=current.metadata.uid, resource_version=current.metadata.resource_version
