@@ -582,9 +582,9 @@ def serve(settings: settings_module.Settings, *, clock: Callable[[], datetime] =
             # algorithm on, so in a burst each ack sent while the one before is unacknowledged waits for
             # the server's delayed ACK (40 ms on Linux); websocket-client sets TCP_NODELAY.
             handler = SocketModeHandler(bot.app, settings.slack.app_token)
-            connect(handler)
-            bot.slack_connected = handler.client.is_connected
-            try:
+            try:  # from before the connection opens: a SIGTERM while it does must close it too
+                connect(handler)
+                bot.slack_connected = handler.client.is_connected
                 threading.Event().wait()
             finally:  # first: Slack sends later envelopes to the other replicas' connections
                 hang_up(handler)
