@@ -40,6 +40,7 @@ from bot.adapters import reservations as quota_reservations
 from bot.core import notices, pools, ports, warm, workloads, workspaces
 from bot.core.ports import WatchCallback
 from bot.services import Services, launcher, leases, reaper, reservations, scale_notifier, tracker
+from bot.services import asks as asks_service
 from bot.services import doctor as doctor_service
 from bot.services import logs as logs_service
 from bot.services import warm as warm_service
@@ -398,6 +399,14 @@ def build(
             chat_port=chat,
             policy=settings.policy(),
             clock=clock,
+        ),
+        asks=asks_service.Asks(
+            cluster,
+            chat,
+            lease_service,
+            clock=clock,
+            once_per=settings.reaper_policy().idle_window,
+            store=kept,
         ),
     )
     app = App(

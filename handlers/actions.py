@@ -12,6 +12,7 @@ RELEASE_ACTION = "gpubot_release"
 EXTEND_ACTION = "gpubot_extend"
 KEEP_ACTION = "gpubot_keep"
 LOGS_ACTION = "gpubot_logs"
+ASK_ACTION = "gpubot_ask"
 """Must equal `slack_render`'s action ids; handlers may not import adapters, so a test keeps them equal."""
 
 
@@ -54,6 +55,10 @@ class LeaseButtons:
         if self._first(body):
             self.services.logs.logs_key(*clicked(body))
 
+    def run_ask(self, body: dict[str, Any]) -> None:
+        if self._first(body) and self.services.asks is not None:
+            self.services.asks.ask_key(*clicked(body))
+
 
 def register(app: App, services: Services) -> None:
     buttons = LeaseButtons(services)
@@ -61,3 +66,4 @@ def register(app: App, services: Services) -> None:
     app.action(EXTEND_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_extend])
     app.action(KEEP_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_keep])
     app.action(LOGS_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_logs])
+    app.action(ASK_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_ask])

@@ -18,6 +18,7 @@ RELEASE_ACTION = "gpubot_release"
 KEEP_ACTION = "gpubot_keep"
 EXTEND_ACTION = "gpubot_extend"
 LOGS_ACTION = "gpubot_logs"
+ASK_ACTION = "gpubot_ask"
 """Button action ids; handlers route clicks on them, and the value is the workload's `namespace/name`."""
 
 MAX_BLOCKS = 50
@@ -181,6 +182,8 @@ def button_row(workload: str, name: str, buttons: notices.Buttons) -> Block:
         elements.append(button("Keep it, I'm using it", KEEP_ACTION, value))
     if buttons.logs:
         elements.append(button("Logs", LOGS_ACTION, value))
+    if buttons.ask:
+        elements.append(button("Ask for a GPU", ASK_ACTION, value))
     if buttons.release:
         release = button("Release GPU", RELEASE_ACTION, value, style="danger")
         release["confirm"] = {

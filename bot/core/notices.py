@@ -23,10 +23,12 @@ class Buttons:
     """Keep an idle workload: the owner still needs it."""
     logs: bool = False
     """Show the pod's output: once its container has started, while the pod exists."""
+    ask: bool = False
+    """Ask the owners of idle GPUs for one: while it waits in line at a full pool."""
 
     @property
     def any(self) -> bool:
-        return self.release or self.extend or self.keep or self.logs
+        return self.release or self.extend or self.keep or self.logs or self.ask
 
 
 @dataclass(frozen=True)

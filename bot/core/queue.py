@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.core import reaping, workloads
+from bot.core import notices, reaping, workloads
 
 ROUNDING = timedelta(minutes=5)
 """ETAs are told to the next 5 minutes: finer would read as a promise, and edit the thread for nothing."""
@@ -75,6 +75,31 @@ def places(waiters: Iterable[Waiter], holders: Iterable[Holder]) -> dict[str, Pl
         else:
             found[waiter.key] = Place(position)
     return found
+
+
+def idle_to_ask(found: Iterable[workloads.Workload], profile: str, now: datetime) -> list[workloads.Workload]:
+    """The holders of this profile's GPUs the reaper has warned as idle and nobody kept: the owners a
+    waiter may politely ask. Idleness is the reaper's verdict (a whole idle window under the threshold),
+    not a guess from one sample."""
+    return [
+        w
+        for w in found
+        if w.profile == profile
+        and w.phase == "Running"
+        and not w.deletion_requested
+        and w.marks.idle_warned_at is not None
+        and (w.marks.kept_until is None or w.marks.kept_until <= now)
+    ]
+
+
+def ask_text(asker: str, holder: workloads.Workload) -> str:
+    """The DM to an idle GPU's owner: who waits, what is idle, what each button does."""
+    since = holder.marks.idle_warned_at
+    idle = f", idle by the reaper's count since {notices.clock_time(since)}" if since else ""
+    return (
+        f":wave: {asker} is waiting for a {holder.profile} GPU, and your `{holder.name}` holds one{idle}. "
+        "If you are done with it, Release gives it to them; Keep tells the reaper you still need it."
+    )
 
 
 def _rounded(span: timedelta) -> str:

@@ -162,7 +162,9 @@ def thread_status(thread: Thread, *, note: str = "", place: str = "") -> notices
         problem=None if over else thread.problem,
         ending=thread.ending if over else "",
         lease_end=None if over else lease,
-        buttons=notices.Buttons(release=not over, extend=not over, logs=has_output(thread.progress)),
+        buttons=notices.Buttons(
+            release=not over, extend=not over, logs=has_output(thread.progress), ask=bool(place) and not over
+        ),
         note="" if over else note,
     )
 

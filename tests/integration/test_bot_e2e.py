@@ -180,6 +180,7 @@ def test_the_button_ids_match_the_renderer() -> None:
     assert actions.EXTEND_ACTION == slack_render.EXTEND_ACTION
     assert actions.KEEP_ACTION == slack_render.KEEP_ACTION
     assert actions.LOGS_ACTION == slack_render.LOGS_ACTION
+    assert actions.ASK_ACTION == slack_render.ASK_ACTION
 
 
 def test_the_scale_channel_gets_one_message_per_episode(

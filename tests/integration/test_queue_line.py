@@ -4,11 +4,12 @@ an ETA from the holders' leases, and both move as the holders extend and release
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 
 from bot import app
-from bot.core import labels
+from bot.core import labels, podspec
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import (
@@ -76,3 +77,46 @@ def test_a_full_pool_shows_each_waiter_its_place_and_an_eta_that_moves_with_the_
     running = lambda: [r for r in replies(slack, root_of(sim, slack, "U_BOB")) if "Running on" in r]  # noqa: E731
     (told,) = slack.wait_until(running, timeout=WAIT)
     assert told.startswith("<@U_BOB> Running on "), told  # the owner hears when the line reaches them
+
+
+def buttons(message: Json) -> list[str]:
+    return [e["action_id"] for b in message["blocks"] if b["type"] == "actions" for e in b["elements"]]
+
+
+def test_asking_for_a_gpu_dms_the_owner_of_an_idle_one_who_can_release_it_from_there(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+) -> None:
+    sim.run(lambda: sim.world.registry.set_autoscaling(POOL, enabled=True, min_size=0, max_size=1))
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
+    wait_for_pods(sim, slack)
+    advance_until(sim, slack, step_reached(slack, "Running on"))
+    (alices,) = gpubot_pods(sim)
+    warned = sim.world.clock.datetime() - timedelta(minutes=10)  # as the reaper marks an idle GPU
+    bot.cluster.annotate_pod(
+        "default", alices["metadata"]["name"], {labels.IDLE_WARNED_AT_ANNOTATION: podspec.format_time(warned)}
+    )
+
+    slack.type_command("U_BOB", "C_GPU", "/gpu", f"run {CUDA} --hours 1 -- sleep 86400")
+    wait_for_pods(sim, slack, 2)
+    advance_until(sim, slack, lambda: "gpubot_ask" in buttons(root_of(sim, slack, "U_BOB")))
+    bobs = root_of(sim, slack, "U_BOB")
+
+    assert slack.click_button("U_ALICE", "C_GPU", bobs["ts"], "gpubot_ask").acked  # not hers to ask for
+    slack.wait_until(lambda: told(slack, "U_ALICE", "only its owner or an admin may ask"), timeout=WAIT)
+    assert slack.click_button("U_BOB", "C_GPU", bobs["ts"], "gpubot_ask").acked
+    slack.wait_until(lambda: told(slack, "U_BOB", "Asked the owner of idle t4 GPUs"), timeout=WAIT)
+    (dm,) = slack.wait_until(
+        lambda: [m for m in slack.messages("D_ALICE") if "is waiting" in m["text"]], timeout=WAIT
+    )
+    assert dm["text"].startswith(":wave: bob is waiting for a t4 GPU, and your `gpu-u-alice-"), dm[
+        "text"
+    ]
+    assert buttons(dm) == ["gpubot_keep", "gpubot_release"]
+
+    assert slack.click_button("U_ALICE", "D_ALICE", dm["ts"], "gpubot_release").acked  # she gives it up
+    advance_until(sim, slack, lambda: "Running on" in root_of(sim, slack, "U_BOB")["text"])
+    assert alices["metadata"]["name"] not in [p["metadata"]["name"] for p in gpubot_pods(sim)]
+
+
+def told(slack: BackgroundSlack, user: str, words: str) -> bool:
+    return any(words in e["text"] for e in slack.ephemerals(user))

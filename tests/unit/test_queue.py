@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core import queue, reaping, workloads
+from bot.core import notices, queue, reaping, workloads
+from bot.services import asks
 
 T0 = datetime(2026, 3, 1, 14, 0, tzinfo=UTC)
 POLICY = reaping.ReaperPolicy(grace=timedelta(minutes=5), idle_grace=timedelta(minutes=15))
@@ -103,3 +104,42 @@ def test_the_wait_is_told_in_five_minute_steps_then_hours(
     soonest: datetime, latest: datetime, said: str
 ) -> None:
     assert queue.wait_text(queue.Place(2, soonest, latest), T0) == said
+
+
+def test_only_holders_the_reaper_warned_as_idle_and_nobody_kept_are_asked() -> None:
+    warned = reaping.Marks(idle_warned_at=minutes(-10))
+    found = [
+        dataclasses.replace(WORKLOAD, name="idle", marks=warned),
+        dataclasses.replace(WORKLOAD, name="busy"),
+        dataclasses.replace(WORKLOAD, name="kept", marks=dataclasses.replace(warned, kept_until=minutes(30))),
+        dataclasses.replace(
+            WORKLOAD, name="kept-before", marks=dataclasses.replace(warned, kept_until=minutes(-1))
+        ),
+        dataclasses.replace(WORKLOAD, name="other-type", profile="a100", marks=warned),
+        dataclasses.replace(WORKLOAD, name="stopping", marks=warned, deletion_requested=True),
+        dataclasses.replace(WORKLOAD, name="pending", phase="Pending", marks=warned),
+    ]
+    assert [w.name for w in queue.idle_to_ask(found, "t4", T0)] == ["idle", "kept-before"]
+
+
+def test_the_ask_says_who_waits_what_is_idle_and_what_each_button_does() -> None:
+    holder = dataclasses.replace(WORKLOAD, marks=reaping.Marks(idle_warned_at=minutes(-10)))
+    text = notices.moments(queue.ask_text("bob", holder))
+    assert text == (
+        ":wave: bob is waiting for a t4 GPU, and your `w` holds one, idle by the reaper's count since "
+        "Sun 13:50 UTC. If you are done with it, Release gives it to them; Keep tells the reaper you still "
+        "need it."
+    )
+
+
+@pytest.mark.parametrize(
+    ("asked", "idle", "start"),
+    [
+        (1, 1, "Asked the owner of idle t4 GPUs to release one."),
+        (2, 3, "Asked the 2 owners of idle t4 GPUs to release one."),
+        (0, 2, "The owners of the idle t4 GPUs were asked for this run already"),
+        (0, 0, "No t4 GPU has been idle long enough to ask its owner"),
+    ],
+)
+def test_the_asker_hears_how_many_were_asked_or_why_none(asked: int, idle: int, start: str) -> None:
+    assert asks.said(asked, idle, "t4").startswith(start)
