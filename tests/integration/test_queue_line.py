@@ -108,9 +108,7 @@ def test_asking_for_a_gpu_dms_the_owner_of_an_idle_one_who_can_release_it_from_t
     (dm,) = slack.wait_until(
         lambda: [m for m in slack.messages("D_ALICE") if "is waiting" in m["text"]], timeout=WAIT
     )
-    assert dm["text"].startswith(":wave: bob is waiting for a t4 GPU, and your `gpu-u-alice-"), dm[
-        "text"
-    ]
+    assert dm["text"].startswith(":wave: bob is waiting for a t4 GPU, and your `gpu-u-alice-"), dm["text"]
     assert buttons(dm) == ["gpubot_keep", "gpubot_release"]
 
     assert slack.click_button("U_ALICE", "D_ALICE", dm["ts"], "gpubot_release").acked  # she gives it up
