@@ -348,7 +348,14 @@ class Tracker:
         self._history[progress.pool] = provisioning.usual(self._store.samples(name))
 
     # -- telling -----------------------------------------------------------------------------------
-    def _publish(self, key: str, thread: status.Thread, milestones: list[lifecycle.Milestone]) -> None:
+    def _publish(
+        self,
+        key: str,
+        thread: status.Thread,
+        milestones: list[lifecycle.Milestone],
+        *,
+        place: str | None = None,
+    ) -> None:
         """Edit the status message when its news changed (not for a step within a stage, nor while the
         autoscaler's verdict is due), and reply at the moments worth a notification; a finished run's
         reply carries what it cost."""
@@ -356,7 +363,9 @@ class Tracker:
         if not self._live or not workload.thread_ts or not workload.channel:
             return
         note = provisioning.eta_note(thread.progress, self._usual(thread.progress.pool))
-        shown = status.thread_status(thread, note=note, place=self._place(key, thread))
+        if place is None:
+            place = self._place(key, thread)
+        shown = status.thread_status(thread, note=note, place=place)
         before = self._shown.get(key)
         held = status.awaiting_verdict(thread, self._now())
         if not held and (before is None or before.news() != shown.news()):
@@ -378,28 +387,36 @@ class Tracker:
         """Its place in line with an ETA, while its pool is at its maximum; "" otherwise."""
         if not status.in_line(thread):
             return ""
-        profile = thread.workload.profile
+        place = self._line(thread.workload.profile).get(key)
+        return queue.wait_text(place, self._now()) if place is not None else ""
+
+    def _line(self, profile: str) -> dict[str, queue.Place]:
+        """The line for this profile's GPUs, worked out once for everyone in it."""
         mine = [t for t in self._threads.values() if t.workload.profile == profile]
         waiters = [
             queue.Waiter(t.workload.key, t.workload.gpus, t.workload.requested_at or t.progress.created)
             for t in mine
             if status.in_line(t)
         ]
+        if not waiters:
+            return {}
         now = self._now()
         holders = [
             held
             for t in mine
             if status.holds_gpus(t) and (held := queue.holder(t.workload, self._policy, now)) is not None
         ]
-        place = queue.places(waiters, holders).get(key)
-        return queue.wait_text(place, now) if place is not None else ""
+        return queue.places(waiters, holders)
 
     def _requeue(self, profile: str, changed: str = "") -> None:
         """A change to one workload of a pool may move everyone in its line: redraw those whose place moved
         (`_publish` edits only what changed)."""
-        for key, thread in list(self._threads.items()):
-            if key != changed and thread.workload.profile == profile and status.in_line(thread):
-                self._publish(key, thread, [])
+        line = self._line(profile)
+        now = self._now()
+        for key, place in line.items():
+            thread = self._threads.get(key)
+            if key != changed and thread is not None:
+                self._publish(key, thread, [], place=queue.wait_text(place, now))
 
     def _last_lines(self, workload: workloads.Workload) -> tuple[str, ...]:
         """A failed run's evidence; none when its output cannot be read (the reply still says it failed)."""
