@@ -105,6 +105,21 @@ def holds_gpus(thread: Thread) -> bool:
     return progress.outcome is None and bool(progress.node)
 
 
+def line_facts(thread: Thread) -> tuple[object, ...]:
+    """What a workload means to its pool's line: waiting in it, or holding GPUs that come back when."""
+    workload = thread.workload
+    marks = workload.marks
+    return (
+        in_line(thread),
+        holds_gpus(thread),
+        workload.gpus,
+        workload.lease_end,
+        workload.deletion_requested,
+        marks.idle_warned_at,
+        marks.kept_until,
+    )
+
+
 def headline(thread: Thread, place: str = "") -> str:
     """The stage it is at, in words that stay true until the next stage: a thread is edited per stage."""
     progress = thread.progress

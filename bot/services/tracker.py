@@ -150,12 +150,17 @@ class Tracker:
         """Timer work: flag nodes far later than usual; show the waits held for a verdict that never came."""
         with self._lock:
             now = self._now()
+            lines = set()
             for key, thread in list(self._threads.items()):
                 problem = provisioning.slow(thread.progress, self._usual(thread.progress.pool), now)
                 if problem is not None:
                     self._flag(key, thread, now, problem)
+                elif status.in_line(thread):  # its ETA counts down: the line is redrawn once, below
+                    lines.add(thread.workload.profile)
                 else:  # a wait held for the autoscaler's verdict is shown once that is overdue
-                    self._publish(key, thread, [])
+                    self._publish(key, thread, [], place="")
+            for profile in lines:
+                self._requeue(profile)
 
     # -- informer callbacks ----------------------------------------------------------------------
     def on_pod(self, change: str, pod: Mapping[str, Any]) -> None:
@@ -170,7 +175,8 @@ class Tracker:
             self._apply(workload.key, replace(thread, workload=workload), [seen])
             if change == ports.DELETED:
                 ended = self._threads.pop(workload.key)
-                self._requeue(workload.profile)
+                if status.in_line(ended) or status.holds_gpus(ended):
+                    self._requeue(workload.profile)
                 self._tell_removed(ended)
                 if not self._live:  # a follower: the leader's last edit of it may never arrive
                     self._remember_ended(workload.key, ended)
@@ -272,6 +278,7 @@ class Tracker:
             self._commit(key, _remember(replace(thread, progress=progress), new), new)
 
     def _commit(self, key: str, thread: status.Thread, milestones: list[lifecycle.Milestone]) -> None:
+        before = self._threads.get(key)
         self._threads[key] = thread
         for milestone in milestones:
             logger.info("workload %s: %s", key, milestone.text)
@@ -282,7 +289,8 @@ class Tracker:
         if ended is not None:
             thread = self._threads[key] = replace(thread, ending=self._settle_cost(thread, ended.at))
         self._publish(key, thread, milestones)
-        self._requeue(thread.workload.profile, changed=key)
+        if before is None or status.line_facts(before) != status.line_facts(thread):
+            self._requeue(thread.workload.profile, changed=key)
 
     def _measure(self, progress: lifecycle.Progress, milestones: list[lifecycle.Milestone]) -> None:
         """Only the live (leading) replica counts, and only news: a replay after a restart is not."""
@@ -409,8 +417,9 @@ class Tracker:
         return queue.places(waiters, holders)
 
     def _requeue(self, profile: str, changed: str = "") -> None:
-        """A change to one workload of a pool may move everyone in its line: redraw those whose place moved
-        (`_publish` edits only what changed)."""
+        """A change to what one workload means to its pool's line (`status.line_facts`) may move everyone
+        in it: redraw those whose place moved (`_publish` edits only what changed). Other changes (a node's
+        heartbeat reaching every thread) move nobody, and cost nothing here."""
         line = self._line(profile)
         now = self._now()
         for key, place in line.items():
