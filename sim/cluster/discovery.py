@@ -40,17 +40,22 @@ def _resource_entries(res: Resource) -> list[dict[str, Any]]:
         main["shortNames"] = list(res.short_names)
     out = [main]
     for sub in res.subresources:
-        kind = "Binding" if sub == "binding" else res.kind
-        verbs = {"binding": ["create"], "log": ["get"]}.get(sub, ["get", "patch", "update"])
-        out.append(
-            {
-                "name": f"{res.plural}/{sub}",
-                "singularName": "",
-                "namespaced": res.namespaced,
-                "kind": kind,
-                "verbs": verbs,
-            }
+        kind = {"binding": "Binding", "eviction": "Eviction"}.get(sub, res.kind)
+        verbs = {"binding": ["create"], "eviction": ["create"], "log": ["get"]}.get(
+            sub, ["get", "patch", "update"]
         )
+        entry: dict[str, Any] = {
+            "name": f"{res.plural}/{sub}",
+            "singularName": "",
+            "namespaced": res.namespaced,
+            "kind": kind,
+            "verbs": verbs,
+        }
+        if sub == "eviction":
+            # kubectl drain (k8s.io/kubectl/pkg/drain CheckEvictionSupport) evicts only when pods/eviction
+            # names its group and version; without them it falls back to DELETE.
+            entry.update(group="policy", version="v1")
+        out.append(entry)
     return out
 
 

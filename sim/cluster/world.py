@@ -27,11 +27,13 @@ from sim.cluster import (
     asg,
     authorization,
     autoscaler,
+    disruption,
     eks,
     events,
     faults,
     gke,
     kubelet,
+    lifecycle,
     logs,
     metrics,
     nodes,
@@ -119,6 +121,8 @@ class World:
         )
         self.scheduler = scheduler.Scheduler(self.store, self.recorder, self.timings, self.api.bind_pod)
         self.kubelets = kubelet.Kubelets(self.store, self.recorder, self.timings, self.logs)
+        self.disruption = disruption.DisruptionController(self.store)
+        self.lifecycle = lifecycle.NodeLifecycle(self.store, self.timings)
         self.metrics = metrics.GpuMetrics(self.store, self.faults)
         self.autoscaler = autoscaler.Autoscaler(
             self.store, self.registry, self.node_ctl, self.recorder, self.timings, self.faults
