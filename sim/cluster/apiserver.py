@@ -51,7 +51,7 @@ from sim.cluster.store import ADDED, DELETED, MODIFIED, Change, Obj, Store, rfc3
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_WATCH_TIMEOUT = 1800.0
+DEFAULT_WATCH_TIMEOUT_TEXT = "1800"
 """Seconds; the apiserver's --min-request-timeout, after which it ends a watch that asked for none."""
 
 PATCH_TYPES = {
@@ -218,7 +218,7 @@ class ApiServer:
         matches = make_filter(res, request)
         since = request.query.get("resourceVersion", "")
         table = wants_table(request)
-        timeout = float(request.query.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT)
+        timeout = float(bodies.query_int(request.query.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT_TEXT))
         initial = watchlist.sends_initial_events(request.query, watching=True)
         if initial:
             since = ""  # NotOlderThan: the whole current state, whatever version was named
@@ -547,13 +547,14 @@ class ApiServer:
     def delete_collection(self, request: web.Request, target: Target) -> web.Response:
         res = target.resource
         matches = make_filter(res, request)
-        grace = request.query.get("gracePeriodSeconds")
+        given = request.query.get("gracePeriodSeconds")
+        grace = None if given is None else bodies.query_int(given)
         deleted = []
         for obj in self.store.items(res.key, target.namespace):
             if matches(obj) and is_dry_run(request):
                 deleted.append(obj)
             elif matches(obj):
-                deleted.append(self.delete_object(res, obj, None if grace is None else int(grace)))
+                deleted.append(self.delete_object(res, obj, grace))
         body = {
             "kind": res.list_kind,
             "apiVersion": res.api_version,
@@ -756,7 +757,7 @@ def paginate(objs: list[Obj], query: Any) -> tuple[list[Obj], str]:
             start = int(base64.urlsafe_b64decode(token.encode()).decode())
         except ValueError:
             raise errors.bad_request("continue key is not valid") from None
-    limit = int(query.get("limit") or 0)
+    limit = bodies.query_int(query.get("limit") or 0)
     if limit <= 0:
         return objs[start:], ""
     page = objs[start : start + limit]

@@ -109,6 +109,18 @@ def go_json_error(err: json.JSONDecodeError) -> str:
     return f"invalid character {char} looking for beginning of value"
 
 
+def query_int(value: Any) -> int:
+    """A query parameter as the parameter codec converts it (strconv.ParseInt, base 10), refused with
+    NewBadRequest(err.Error()) as the list, watch and delete handlers do."""
+    text = str(value)
+    try:
+        if text.strip() != text or "_" in text:
+            raise ValueError(text)
+        return int(text, 10)
+    except ValueError:
+        raise errors.bad_request(f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
+
+
 def delete_options(request: web.Request, body: Any) -> dict[str, Any]:
     """DeleteOptions from the body and the query (the query wins, as the handler decodes it last),
     checked as ValidateDeleteOptions does."""
@@ -123,10 +135,7 @@ def delete_options(request: web.Request, body: Any) -> dict[str, Any]:
     validate_delete_options(options)
     grace = options.get("gracePeriodSeconds")
     if grace is not None:
-        try:
-            options["gracePeriodSeconds"] = int(grace)
-        except (TypeError, ValueError):
-            raise errors.bad_request(f'invalid value for gracePeriodSeconds: "{grace}"') from None
+        options["gracePeriodSeconds"] = query_int(grace)
     return options
 
 
