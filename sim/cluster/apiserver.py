@@ -239,7 +239,7 @@ class ApiServer:
         try:
             for kind, obj in backlog:
                 await write_event(response, self._event(request, res, kind, obj, table))
-            if initial:
+            if initial and request.query.get("allowWatchBookmarks") in ("1", "true"):
                 await write_event(response, watchlist.initial_events_end(res, delivered))
             while True:
                 change = await watcher.queue.get()

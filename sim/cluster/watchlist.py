@@ -1,10 +1,10 @@
 """Streaming lists (`watch=true&sendInitialEvents=true`): the initial state as ADDED events, then a
 BOOKMARK annotated `k8s.io/initial-events-end: "true"` saying the state is complete.
 
-client-go's reflector (WatchListClient) waits for that bookmark before it calls its cache synced; a
-bookmark without the annotation leaves it waiting. Options are checked as ValidateListOptions does
-(staging/src/k8s.io/apimachinery/pkg/apis/meta/internalversion/validation/validation.go, v1.32.4,
-where the WatchList feature is on by default).
+client-go's reflector (WatchListClient, which always allows bookmarks) waits for that bookmark
+before it calls its cache synced; a bookmark without the annotation leaves it waiting. Options are
+checked as ValidateListOptions does (staging/src/k8s.io/apimachinery/pkg/apis/meta/internalversion/
+validation/validation.go, v1.32.4, where the WatchList feature is on by default).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ def _true(value: str | None) -> bool:
 
 
 def sends_initial_events(query: Mapping[str, str], *, watching: bool) -> bool:
-    """Whether the watch starts with the current state; refuses what ValidateListOptions refuses."""
+    """Whether the watch starts with the current state; refuses what ValidateListOptions refuses.
+    The closing bookmark is sent only to a watch that allows bookmarks (the cacher's rule)."""
     initial = query.get("sendInitialEvents")
     match = query.get("resourceVersionMatch", "")
     causes: list[errors.Cause] = []
@@ -39,12 +40,6 @@ def sends_initial_events(query: Mapping[str, str], *, watching: bool) -> bool:
                     f"sendInitialEvents requires setting resourceVersionMatch to {NOT_OLDER_THAN}",
                 )
             )
-        if initial is not None and not _true(query.get("allowWatchBookmarks")):
-            causes.append(
-                errors.forbidden(
-                    "allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true"
-                )
-            )
         if match and initial is None:
             causes.append(
                 errors.forbidden(
@@ -52,6 +47,8 @@ def sends_initial_events(query: Mapping[str, str], *, watching: bool) -> bool:
                     "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
                 )
             )
+        if match and match != NOT_OLDER_THAN:
+            causes.append(errors.not_supported("resourceVersionMatch", match, [NOT_OLDER_THAN]))
     if causes:
         raise errors.invalid("ListOptions.meta.k8s.io", "", causes)
     return watching and _true(initial)
