@@ -165,7 +165,8 @@ class ApiServer:
         if target.subresource == "eviction":
             raise errors.method_not_allowed()
         if method == "POST" and is_collection:
-            return self.create(request, target, await bodies.read(request))
+            decoder = protobuf.OBJECT_DECODERS.get(target.resource.plural)
+            return self.create(request, target, await bodies.read(request, from_protobuf=decoder))
         if method == "PUT" and not is_collection:
             return self.put(request, target, await bodies.read(request))
         if method == "PATCH" and not is_collection:

@@ -1,13 +1,16 @@
-"""The one protobuf body the sim reads: meta/v1 DeleteOptions, as `kubectl drain` sends it.
+"""The protobuf bodies the sim reads: DeleteOptions and what kubectl's generators create.
 
-kubectl's typed client encodes DeleteOptions as protobuf when drain deletes pods (eviction missing, or
-`--disable-eviction`), and on a 415 client-go v1.32.4 does not retry in JSON: it falls back only from
-CBOR (checked with kubectl v1.32.4 against the sim). So this message is read, into its JSON shape;
-every other protobuf body is refused with the apiserver's 415.
+kubectl's typed client encodes these as protobuf: DeleteOptions when drain deletes pods (eviction
+missing, or `--disable-eviction`), and the Namespace, ConfigMap or PodDisruptionBudget of `kubectl create
+namespace|configmap|pdb NAME`. On a 415, client-go v1.32.4 does not retry in JSON (it falls back only
+from CBOR; checked with kubectl v1.32.4 against the sim), so these messages are read into their JSON
+shape, as far as their writers fill them; every other protobuf body gets the apiserver's 415.
 """
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Callable
 from typing import Any
 
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
@@ -114,3 +117,123 @@ def delete_options(found: Fields) -> dict[str, Any]:
 def decode_delete_options(raw: bytes) -> dict[str, Any]:
     type_meta, body = unwrap(raw)
     return {**type_meta, **delete_options(read_fields(body))}
+
+
+# -- objects kubectl's generators create (`kubectl create namespace|configmap|pdb NAME`) ---------------
+
+
+def _string_map(found: Fields, number: int) -> dict[str, str]:
+    """A map<string, string> field: repeated entries {1 key, 2 value}."""
+    out: dict[str, str] = {}
+    for entry in found.get(number, []):
+        if isinstance(entry, bytes):
+            pair = read_fields(entry)
+            out[_text(pair, 1) or ""] = _text(pair, 2) or ""
+    return out
+
+
+def _strings(found: Fields, number: int) -> list[str]:
+    return [v.decode() for v in found.get(number, []) if isinstance(v, bytes)]
+
+
+def object_meta(found: Fields) -> dict[str, Any]:
+    """ObjectMeta as a create sends it: 1 name, 2 generateName, 3 namespace, 11 labels, 12 annotations."""
+    out: dict[str, Any] = {}
+    for key, number in (("name", 1), ("generateName", 2), ("namespace", 3)):
+        value = _text(found, number)
+        if value:
+            out[key] = value
+    for key, number in (("labels", 11), ("annotations", 12)):
+        values = _string_map(found, number)
+        if values:
+            out[key] = values
+    return out
+
+
+def _object(raw: bytes, build: Callable[[Fields], dict[str, Any]]) -> dict[str, Any]:
+    type_meta, body = unwrap(raw)
+    found = read_fields(body)
+    return {**type_meta, "metadata": object_meta(_message(found, 1) or {}), **build(found)}
+
+
+def _namespace(found: Fields) -> dict[str, Any]:
+    """core/v1 Namespace: 2 spec {1 finalizers}."""
+    spec = _message(found, 2) or {}
+    finalizers = _strings(spec, 1)
+    return {"spec": {"finalizers": finalizers} if finalizers else {}}
+
+
+def _configmap(found: Fields) -> dict[str, Any]:
+    """core/v1 ConfigMap: 2 data, 3 binaryData (map<string, bytes>), 4 immutable."""
+    out: dict[str, Any] = {}
+    data = _string_map(found, 2)
+    if data:
+        out["data"] = data
+    binary: dict[str, str] = {}
+    for entry in found.get(3, []):
+        if isinstance(entry, bytes):
+            pair = read_fields(entry)
+            value = _last(pair, 2)
+            binary[_text(pair, 1) or ""] = base64.b64encode(
+                value if isinstance(value, bytes) else b""
+            ).decode()
+    if binary:
+        out["binaryData"] = binary
+    immutable = _last(found, 4)
+    if isinstance(immutable, int):
+        out["immutable"] = bool(immutable)
+    return out
+
+
+def _int_or_string(found: Fields) -> int | str:
+    """intstr.IntOrString: 1 type (0 int, 1 string), 2 intVal, 3 strVal."""
+    if _last(found, 1) == 1:
+        return _text(found, 3) or ""
+    value = _last(found, 2)
+    return value if isinstance(value, int) else 0
+
+
+def _label_selector(found: Fields) -> dict[str, Any]:
+    """LabelSelector: 1 matchLabels, 2 matchExpressions {1 key, 2 operator, 3 values}."""
+    out: dict[str, Any] = {}
+    labels = _string_map(found, 1)
+    if labels:
+        out["matchLabels"] = labels
+    expressions = []
+    for raw in found.get(2, []):
+        if isinstance(raw, bytes):
+            item = read_fields(raw)
+            expression: dict[str, Any] = {"key": _text(item, 1) or "", "operator": _text(item, 2) or ""}
+            if item.get(3):
+                expression["values"] = _strings(item, 3)
+            expressions.append(expression)
+    if expressions:
+        out["matchExpressions"] = expressions
+    return out
+
+
+def _pdb(found: Fields) -> dict[str, Any]:
+    """policy/v1 PodDisruptionBudget: 2 spec {1 minAvailable, 2 selector, 3 maxUnavailable,
+    4 unhealthyPodEvictionPolicy}."""
+    spec_fields = _message(found, 2) or {}
+    spec: dict[str, Any] = {}
+    for key, number in (("minAvailable", 1), ("maxUnavailable", 3)):
+        bound = _message(spec_fields, number)
+        if bound is not None:
+            spec[key] = _int_or_string(bound)
+    selector = _message(spec_fields, 2)
+    if selector is not None:
+        spec["selector"] = _label_selector(selector)
+    policy = _text(spec_fields, 4)
+    if policy:
+        spec["unhealthyPodEvictionPolicy"] = policy
+    return {"spec": spec}
+
+
+OBJECT_DECODERS: dict[str, Callable[[bytes], dict[str, Any]]] = {
+    "namespaces": lambda raw: _object(raw, _namespace),
+    "configmaps": lambda raw: _object(raw, _configmap),
+    "poddisruptionbudgets": lambda raw: _object(raw, _pdb),
+}
+"""Create bodies read from protobuf, by resource (generated.proto of k8s.io/api core/v1 and policy/v1,
+v1.32.4)."""

@@ -217,3 +217,27 @@ def test_server_side_apply_creates_then_updates_with_its_field_manager(kubectl: 
         "Apply",
         {"f:data": {"f:mode": {}}},
     )
+
+
+def test_create_generators_send_protobuf_bodies_the_sim_reads(
+    sim: world.BackgroundWorld, kubectl: Kubectl
+) -> None:
+    kubectl.ok("create", "namespace", "team-a")
+    kubectl.ok("create", "configmap", "settings", "-n", "team-a", "--from-literal=mode=fast")
+    kubectl.ok(
+        "create", "pdb", "guard", "-n", "team-a", "--selector=app=web,tier in (a,b)", "--min-available=50%"
+    )
+
+    store = sim.world.store
+    namespace = sim.run(lambda: store.get("namespaces", "", "team-a"))
+    configmap = sim.run(lambda: store.get("configmaps", "team-a", "settings"))
+    pdb = sim.run(lambda: store.get("poddisruptionbudgets", "team-a", "guard"))
+    assert namespace is not None and configmap is not None and pdb is not None
+    assert configmap["data"] == {"mode": "fast"}
+    assert pdb["spec"] == {
+        "minAvailable": "50%",
+        "selector": {
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}],
+        },
+    }
