@@ -365,6 +365,7 @@ def build(
             prices={name: profile.price_per_hour for name, profile in catalog.profiles.items()},
             telemetry=telemetry,
             read_log=cluster.read_log,
+            policy=settings.reaper_policy(),
         ),
         store=kept,
         warmer=warm_service.Warmer(

@@ -161,6 +161,8 @@ def build_request(args: argparse.Namespace, found: settings_module.ToolSettings)
         max_node_provision_time=timedelta(minutes=args.max_node_provision_time),
         cloud=args.cloud or "",
         cluster=args.cluster,
+        warm_configmap=found.warm.configmap,
+        lease_name=found.leader.lease_name if found.leader.enabled else "",
     )
 
 

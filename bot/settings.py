@@ -638,6 +638,10 @@ class ToolSettings:
     cluster: ClusterSettings
     redis: RedisSettings = RedisSettings()
     """`gpubot doctor` reads the scale-up times the bot keeps there."""
+    leader: LeaderSettings = LeaderSettings(identity="")
+    """`gpubot doctor` probes the Lease by this name: the chart grants get and update on that name only."""
+    warm: WarmSettings = WarmSettings()
+    """`gpubot doctor` probes the warm schedules' ConfigMap by this name, granted the same way."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ToolSettings:
@@ -647,6 +651,8 @@ class ToolSettings:
             profiles=_read_profiles(reader),
             cluster=_read_cluster(reader),
             redis=_read_redis(reader),
+            leader=_read_leader(reader),
+            warm=_read_warm(reader),
         )
         if reader.problems:
             raise SettingsError("invalid configuration:\n  " + "\n  ".join(reader.problems), reader.problems)

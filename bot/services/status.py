@@ -87,7 +87,25 @@ def deleted_headline(workload: workloads.Workload) -> str:
     return f"Deleted outside gpubot{back}"
 
 
-def headline(thread: Thread) -> str:
+def in_line(thread: Thread) -> bool:
+    """Waiting because its pool is at its maximum: in the line for GPUs that others hold."""
+    progress = thread.progress
+    return (
+        progress.outcome is None
+        and progress.step in (None, Step.WAITING)
+        and thread.problem is not None
+        and thread.problem.key == "max-size"
+        and not thread.workload.deletion_requested
+    )
+
+
+def holds_gpus(thread: Thread) -> bool:
+    """On a node and not over (a pod stopping holds its GPUs until it is gone)."""
+    progress = thread.progress
+    return progress.outcome is None and bool(progress.node)
+
+
+def headline(thread: Thread, place: str = "") -> str:
     """The stage it is at, in words that stay true until the next stage: a thread is edited per stage."""
     progress = thread.progress
     if progress.outcome is lifecycle.Outcome.DELETED:
@@ -104,6 +122,8 @@ def headline(thread: Thread) -> str:
         return f"Waiting for {coming} to come up with its GPU"
     if step == Step.SCALE_UP:
         return f"Waiting for a GPU node: {progress.pool} scaling up {progress.scale_up}"
+    if place and in_line(thread):
+        return f"Waiting for a GPU: {place}"
     if step == Step.WAITING:
         return sentence(thread.text(step) or "waiting for a GPU node")
     return "Requested: waiting for the scheduler"
@@ -127,8 +147,8 @@ def has_output(progress: lifecycle.Progress) -> bool:
     return not progress.gone and (progress.outcome is not None or progress.at(Step.RUNNING) is not None)
 
 
-def thread_status(thread: Thread, *, note: str = "") -> notices.ThreadStatus:
-    """The edited root message; `note` is said while it waits."""
+def thread_status(thread: Thread, *, note: str = "", place: str = "") -> notices.ThreadStatus:
+    """The edited root message; `note` is said while it waits, `place` is its place in line."""
     workload, over, lease = thread.workload, thread.progress.outcome is not None, thread.workload.lease_end
     return notices.ThreadStatus(
         namespace=workload.namespace,
@@ -137,7 +157,7 @@ def thread_status(thread: Thread, *, note: str = "") -> notices.ThreadStatus:
         image=workload.image,
         gpus=workload.gpus,
         profile=workload.profile,
-        headline=headline(thread),
+        headline=headline(thread, place),
         timeline=timeline(thread.progress),
         problem=None if over else thread.problem,
         ending=thread.ending if over else "",

@@ -31,6 +31,8 @@ from bot.core import (
     podspec,
     ports,
     provisioning,
+    queue,
+    reaping,
     reminders,
     workloads,
 )
@@ -80,11 +82,14 @@ class Tracker:
         prices: Mapping[str, float] | None = None,
         telemetry: ports.Telemetry = ports.NO_TELEMETRY,
         read_log: ReadLog | None = None,
+        policy: reaping.ReaperPolicy | None = None,
     ) -> None:
         """`store` keeps each pool's past scale-up durations, for the ETA and the slow-node warning;
         `read_log` gives a failed run's last lines for the reply that says it failed."""
         self._telemetry = telemetry
         self._read_log = read_log
+        self._policy = policy or reaping.ReaperPolicy()
+        """The reaper's timings: when a holder's GPUs come back, for the line's ETA."""
         self._chat = chat_port
         self._clock = clock
         self._store = store
@@ -165,6 +170,7 @@ class Tracker:
             self._apply(workload.key, replace(thread, workload=workload), [seen])
             if change == ports.DELETED:
                 ended = self._threads.pop(workload.key)
+                self._requeue(workload.profile)
                 self._tell_removed(ended)
                 if not self._live:  # a follower: the leader's last edit of it may never arrive
                     self._remember_ended(workload.key, ended)
@@ -276,6 +282,7 @@ class Tracker:
         if ended is not None:
             thread = self._threads[key] = replace(thread, ending=self._settle_cost(thread, ended.at))
         self._publish(key, thread, milestones)
+        self._requeue(thread.workload.profile, changed=key)
 
     def _measure(self, progress: lifecycle.Progress, milestones: list[lifecycle.Milestone]) -> None:
         """Only the live (leading) replica counts, and only news: a replay after a restart is not."""
@@ -349,7 +356,7 @@ class Tracker:
         if not self._live or not workload.thread_ts or not workload.channel:
             return
         note = provisioning.eta_note(thread.progress, self._usual(thread.progress.pool))
-        shown = status.thread_status(thread, note=note)
+        shown = status.thread_status(thread, note=note, place=self._place(key, thread))
         before = self._shown.get(key)
         held = status.awaiting_verdict(thread, self._now())
         if not held and (before is None or before.news() != shown.news()):
@@ -366,6 +373,33 @@ class Tracker:
                 more = f"Its last lines are below; `/gpu logs {workload.name}` shows more."
                 reply = replace(reply, text=f"{full_stop(reply.text)} {more}", output=output)
             self._chat.reply(workload.channel, workload.thread_ts, reply)
+
+    def _place(self, key: str, thread: status.Thread) -> str:
+        """Its place in line with an ETA, while its pool is at its maximum; "" otherwise."""
+        if not status.in_line(thread):
+            return ""
+        profile = thread.workload.profile
+        mine = [t for t in self._threads.values() if t.workload.profile == profile]
+        waiters = [
+            queue.Waiter(t.workload.key, t.workload.gpus, t.workload.requested_at or t.progress.created)
+            for t in mine
+            if status.in_line(t)
+        ]
+        now = self._now()
+        holders = [
+            held
+            for t in mine
+            if status.holds_gpus(t) and (held := queue.holder(t.workload, self._policy, now)) is not None
+        ]
+        place = queue.places(waiters, holders).get(key)
+        return queue.wait_text(place, now) if place is not None else ""
+
+    def _requeue(self, profile: str, changed: str = "") -> None:
+        """A change to one workload of a pool may move everyone in its line: redraw those whose place moved
+        (`_publish` edits only what changed)."""
+        for key, thread in list(self._threads.items()):
+            if key != changed and thread.workload.profile == profile and status.in_line(thread):
+                self._publish(key, thread, [])
 
     def _last_lines(self, workload: workloads.Workload) -> tuple[str, ...]:
         """A failed run's evidence; none when its output cannot be read (the reply still says it failed)."""

@@ -38,6 +38,7 @@ from sim.cluster import (
     podlogs,
     podsecurity,
     protobuf,
+    rbacvalidation,
     resources,
     schema,
     selectors,
@@ -615,12 +616,15 @@ class ApiServer:
             causes = validation.validate(
                 "events.events.k8s.io", events.to_events_v1(obj, fill=False), old=old
             )
+        elif res.plural in rbacvalidation.PLURALS:
+            causes = rbacvalidation.validate(res.plural, obj, old=old)
         else:
             causes = validation.validate(res.plural, obj, old=old)
         if res.plural == "namespaces" and not causes:
             causes = podsecurity.namespace_causes(obj, old)
         if causes:
-            raise errors.invalid(res.kind, name, causes, group=res.group)
+            qualify = res.plural in rbacvalidation.PLURALS  # the older kinds here keep their tested wording
+            raise errors.invalid(res.kind, name, causes, group=res.group, qualify=qualify)
         model = "CoreV1Event" if res.key == "events" else res.model
         failure = schema.check_client_model(model, obj)
         if failure:

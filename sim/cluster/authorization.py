@@ -1,9 +1,11 @@
-"""authorization.k8s.io/v1 SelfSubjectAccessReview: "may I?" answered as the API server answers it.
+"""authorization.k8s.io/v1 SelfSubjectAccessReview and SelfSubjectRulesReview: "may I?" answered as the
+API server answers it, from the stored RBAC for the requesting (or impersonated) identity.
 
-The simulated cluster has one user, allowed everything, unless a test denies a verb on a resource
-(`POST /simctl/v1/faults {"access": {...}, "kind": "deny"}`), as a missing RBAC rule would.
-`kubectl auth can-i` posts the review as protobuf, so that one message is read in protobuf too;
-the answer is JSON, which client-go decodes by the response's Content-Type.
+On top of RBAC a test may deny a verb on a resource to everyone, the admin included
+(`POST /simctl/v1/faults {"access": {...}, "kind": "deny"}`); that denial shows only in reviews, for
+tests of what a client does with a "no". `kubectl auth can-i` posts the review as protobuf, so that one
+message is read in protobuf too; the answer is JSON, which client-go decodes by the response's
+Content-Type.
 """
 
 from __future__ import annotations
@@ -14,14 +16,14 @@ from typing import Any
 
 from aiohttp import web
 
-from sim.cluster import errors
+from sim.cluster import authentication, errors, protobuf, rbac
+from sim.cluster.store import Store
 
 GROUP_VERSION = "authorization.k8s.io/v1"
 PATH = f"/apis/{GROUP_VERSION}/selfsubjectaccessreviews"
+RULES_PATH = f"/apis/{GROUP_VERSION}/selfsubjectrulesreviews"
+
 DENIED_REASON = "no RBAC rule allows it (simulated denial)"
-PROTOBUF = "application/vnd.kubernetes.protobuf"
-PROTOBUF_MAGIC = b"k8s\x00"
-"""runtime.Unknown envelope: magic, then {1: typeMeta, 2: raw object, 3: encoding, 4: content type}."""
 RESOURCE_FIELDS = {
     1: "namespace",
     2: "verb",
@@ -54,11 +56,12 @@ class Rule:
 
 @dataclass
 class AccessReviews:
+    store: Store
     denied: set[Rule] = field(default_factory=set)
 
     def routes(self) -> list[web.RouteDef]:
         """Registered before the API server's catch-all `/apis/...` route, which would 404 it."""
-        return [web.post(PATH, self.review)]
+        return [web.post(PATH, self.review), web.post(RULES_PATH, self.review_rules)]
 
     def set_fault(self, raw: Any, kind: str | None) -> Rule:
         """`deny` adds a denial, None lifts it; `raw` names verb, resource and optionally group, namespace."""
@@ -84,7 +87,7 @@ class AccessReviews:
     async def review(self, request: web.Request) -> web.Response:
         raw = await request.read()
         try:
-            body = from_protobuf(raw) if request.content_type == PROTOBUF else json.loads(raw)
+            body = from_protobuf(raw) if request.content_type == protobuf.CONTENT_TYPE else json.loads(raw)
         except (ValueError, IndexError):
             return _status(errors.bad_request("the request body is not a SelfSubjectAccessReview"))
         spec = body.get("spec") if isinstance(body, dict) else None
@@ -97,10 +100,14 @@ class AccessReviews:
                 "exactly one of nonResourceAttributes or resourceAttributes must be specified",
             )
             return _status(errors.invalid("SelfSubjectAccessReview", "", [cause], "authorization.k8s.io"))
-        allowed = non_resource is not None or self.allowed(resource if isinstance(resource, dict) else {})
-        answer: dict[str, Any] = {"allowed": allowed}
-        if not allowed:
-            answer["reason"] = DENIED_REASON
+        user = request.get(authentication.USER_KEY, rbac.ADMIN)
+        asked = resource if isinstance(resource, dict) else {}
+        decision = rbac.authorize(self.store, review_attributes(user, asked, non_resource))
+        answer: dict[str, Any] = {"allowed": decision.allowed}
+        if decision.allowed and non_resource is None and not self.allowed(asked):
+            answer = {"allowed": False, "reason": DENIED_REASON}
+        elif decision.reason:
+            answer["reason"] = decision.reason
         return web.json_response(
             {
                 "kind": "SelfSubjectAccessReview",
@@ -112,43 +119,88 @@ class AccessReviews:
             status=201,
         )
 
+    async def review_rules(self, request: web.Request) -> web.Response:
+        """SelfSubjectRulesReview (`kubectl auth can-i --list`): every rule bound to the user there."""
+        raw = await request.read()
+        try:
+            namespace = (
+                rules_namespace(raw) if request.content_type == protobuf.CONTENT_TYPE else json_namespace(raw)
+            )
+        except (ValueError, IndexError, AttributeError):
+            return _status(errors.bad_request("the request body is not a SelfSubjectRulesReview"))
+        user = request.get(authentication.USER_KEY, rbac.ADMIN)
+        found, problems = rbac.rules_for(self.store, user, namespace)
+        if rbac.MASTERS in user.groups:
+            found = [
+                {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+                {"nonResourceURLs": ["*"], "verbs": ["*"]},
+            ]
+        resource_rules = [
+            {k: r[k] for k in ("verbs", "apiGroups", "resources", "resourceNames") if r.get(k)}
+            for r in found
+            if not r.get("nonResourceURLs")
+        ]
+        non_resource = [
+            {"verbs": r["verbs"], "nonResourceURLs": r["nonResourceURLs"]}
+            for r in found
+            if r.get("nonResourceURLs")
+        ]
+        status: dict[str, Any] = {
+            "resourceRules": resource_rules,
+            "nonResourceRules": non_resource,
+            "incomplete": bool(problems),
+        }
+        if problems:
+            status["evaluationError"] = ", ".join(problems)
+        body = {
+            "kind": "SelfSubjectRulesReview",
+            "apiVersion": GROUP_VERSION,
+            "metadata": {"creationTimestamp": None},
+            "spec": {"namespace": namespace} if namespace else {},
+            "status": status,
+        }
+        return web.json_response(body, status=201)
+
+
+def review_attributes(user: rbac.User, resource: dict[str, Any], non_resource: Any) -> rbac.Attributes:
+    """ResourceAttributesFrom / NonResourceAttributesFrom of the review's spec."""
+    if non_resource is not None:
+        spec = non_resource if isinstance(non_resource, dict) else {}
+        return rbac.Attributes(
+            user, str(spec.get("verb") or ""), resource_request=False, path=str(spec.get("path") or "")
+        )
+    return rbac.Attributes(
+        user,
+        str(resource.get("verb") or ""),
+        namespace=str(resource.get("namespace") or ""),
+        group=str(resource.get("group") or ""),
+        version=str(resource.get("version") or ""),
+        resource=str(resource.get("resource") or ""),
+        subresource=str(resource.get("subresource") or ""),
+        name=str(resource.get("name") or ""),
+    )
+
+
+def json_namespace(raw: bytes) -> str:
+    spec = json.loads(raw).get("spec") or {}
+    return str(spec.get("namespace") or "")
+
+
+def rules_namespace(raw: bytes) -> str:
+    """SelfSubjectRulesReview{spec=2}; SelfSubjectRulesReviewSpec{namespace=1}."""
+    namespace = protobuf.spec_fields(raw).get(1, b"")
+    return namespace.decode() if isinstance(namespace, bytes) else ""
+
 
 def _status(error: errors.ApiError) -> web.Response:
     return web.json_response(error.status(), status=error.code)
 
 
-# -- protobuf, just enough for one message ------------------------------------------------------------
-
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        value |= (byte & 0x7F) << shift
-        at, shift = at + 1, shift + 7
-        if not byte & 0x80:
-            return value, at
-
-
-def fields(data: bytes) -> dict[int, bytes | int]:
-    """A message's fields by number (the last wins, as protobuf says); length-delimited ones as bytes."""
-    out: dict[int, bytes | int] = {}
-    at = 0
-    while at < len(data):
-        key, at = _varint(data, at)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            out[number], at = _varint(data, at)
-        elif wire == 2:
-            size, at = _varint(data, at)
-            out[number], at = data[at : at + size], at + size
-        else:
-            raise ValueError(f"wire type {wire} is not used by SelfSubjectAccessReview")
-    return out
+# -- protobuf, just enough for the reviews -----------------------------------------------------------
 
 
 def _strings(data: bytes | int, names: dict[int, str]) -> dict[str, str]:
-    found = fields(data) if isinstance(data, bytes) else {}
+    found = protobuf.fields(data) if isinstance(data, bytes) else {}
     out = {}
     for number, name in names.items():
         value = found.get(number)
@@ -159,11 +211,7 @@ def _strings(data: bytes | int, names: dict[int, str]) -> dict[str, str]:
 
 def from_protobuf(raw: bytes) -> dict[str, Any]:
     """A protobuf SelfSubjectAccessReview in its JSON shape, as far as the review needs it."""
-    if not raw.startswith(PROTOBUF_MAGIC):
-        raise ValueError("no protobuf envelope")
-    review = fields(raw[len(PROTOBUF_MAGIC) :]).get(2, b"")
-    spec_raw = fields(review).get(2, b"") if isinstance(review, bytes) else b""
-    spec = fields(spec_raw) if isinstance(spec_raw, bytes) else {}
+    spec = protobuf.spec_fields(raw)
     out: dict[str, Any] = {}
     if 1 in spec:
         out["resourceAttributes"] = _strings(spec[1], RESOURCE_FIELDS)

@@ -122,10 +122,12 @@ def internal_error() -> ApiError:
     )
 
 
-def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> ApiError:
-    """422 Invalid: `Pod "x" is invalid: <field>: <msg>` or `[a, b]` for several causes."""
+def invalid(kind: str, name: str, causes: list[Cause], group: str = "", *, qualify: bool = False) -> ApiError:
+    """422 Invalid: `Pod "x" is invalid: <field>: <msg>` or `[a, b]` for several causes; `qualify` names
+    the kind with its group (`Role.rbac.authorization.k8s.io "x"`), as NewInvalid prints a GroupKind."""
     rendered = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
     aggregate = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
+    shown = f"{kind}.{group}" if qualify and group else kind
     details: dict[str, Any] = {
         "name": name,
         "kind": kind,
@@ -133,7 +135,7 @@ def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> ApiEr
     }
     if group:
         details["group"] = group
-    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {aggregate}', details)
+    return ApiError(422, "Invalid", f'{shown} "{name}" is invalid: {aggregate}', details)
 
 
 def required(path: str) -> Cause:

@@ -1,4 +1,5 @@
-"""The protobuf bodies the sim reads: DeleteOptions and what kubectl's generators create.
+"""The protobuf bodies the sim reads: reviews and TokenRequest (their specs, for authorization and
+authentication), DeleteOptions, and what kubectl's generators create.
 
 kubectl's typed client encodes these as protobuf: DeleteOptions when drain deletes pods (eviction
 missing, or `--disable-eviction`), and the Namespace, ConfigMap or PodDisruptionBudget of `kubectl create
@@ -55,6 +56,18 @@ def read_fields(data: bytes) -> Fields:
         else:
             raise ProtobufError(f"wire type {wire} is not used by these messages")
     return out
+
+
+def fields(data: bytes) -> dict[int, bytes | int]:
+    """A message's fields by number, the last occurrence winning, as protobuf says for a singular field."""
+    return {number: values[-1] for number, values in read_fields(data).items()}
+
+
+def spec_fields(raw: bytes) -> dict[int, bytes | int]:
+    """The fields of the spec (field 2) of the object in a protobuf envelope; ValueError if it is none."""
+    _, body = unwrap(raw)
+    spec = fields(body).get(2, b"")
+    return fields(spec) if isinstance(spec, bytes) else {}
 
 
 def _last(found: Fields, number: int) -> bytes | int | None:

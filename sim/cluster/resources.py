@@ -64,7 +64,48 @@ PDBS = Resource(
     ("status",),
 )
 
-ALL = (PODS, NODES, EVENTS, NAMESPACES, CONFIGMAPS, EVENTS_V1, LEASES, PDBS)
+SERVICEACCOUNTS = Resource(
+    "",
+    "v1",
+    "serviceaccounts",
+    "ServiceAccount",
+    "serviceaccount",
+    True,
+    "V1ServiceAccount",
+    ("sa",),
+    ("token",),
+)
+RBAC_GROUP = "rbac.authorization.k8s.io"
+ROLES = Resource(RBAC_GROUP, "v1", "roles", "Role", "role", True, "V1Role")
+CLUSTERROLES = Resource(
+    RBAC_GROUP, "v1", "clusterroles", "ClusterRole", "clusterrole", False, "V1ClusterRole"
+)
+ROLEBINDINGS = Resource(RBAC_GROUP, "v1", "rolebindings", "RoleBinding", "rolebinding", True, "V1RoleBinding")
+CLUSTERROLEBINDINGS = Resource(
+    RBAC_GROUP,
+    "v1",
+    "clusterrolebindings",
+    "ClusterRoleBinding",
+    "clusterrolebinding",
+    False,
+    "V1ClusterRoleBinding",
+)
+
+ALL = (
+    PODS,
+    NODES,
+    EVENTS,
+    NAMESPACES,
+    CONFIGMAPS,
+    EVENTS_V1,
+    LEASES,
+    PDBS,
+    SERVICEACCOUNTS,
+    ROLES,
+    CLUSTERROLES,
+    ROLEBINDINGS,
+    CLUSTERROLEBINDINGS,
+)
 
 
 def group_versions() -> dict[str, list[Resource]]:

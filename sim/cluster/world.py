@@ -25,12 +25,15 @@ from sim.clock import Clock
 from sim.cluster import (
     apiserver,
     asg,
+    authentication,
     authorization,
     autoscaler,
+    bootstrap,
     disruption,
     eks,
     events,
     faults,
+    filters,
     gke,
     kubelet,
     lifecycle,
@@ -127,7 +130,9 @@ class World:
         self.autoscaler = autoscaler.Autoscaler(
             self.store, self.registry, self.node_ctl, self.recorder, self.timings, self.faults
         )
-        self.access = authorization.AccessReviews()
+        self.authenticator = authentication.Authenticator(self.store, self.clock)
+        self.access = authorization.AccessReviews(self.store)
+        self.filters = filters.Filters(self.store, self.authenticator)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.url = ""
         self._runner: web.AppRunner | None = None
@@ -149,6 +154,7 @@ class World:
                     "status": {"phase": "Active"},
                 },
             )
+        bootstrap.create_policy(self.store)
         pool = self.registry.create(default_pool())
         self.node_ctl.add_ready_nodes(pool, pool.target_size)
         self.node_ctl.pending.clear()
@@ -156,9 +162,10 @@ class World:
             self.registry.create(seed_gpu_pool())
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=8 * 1024 * 1024)
+        app = web.Application(client_max_size=8 * 1024 * 1024, middlewares=[self.filters.middleware])
         app.add_routes(self.metrics.routes())
         app.add_routes(self.access.routes())
+        app.add_routes(self.authenticator.routes())
         app.add_routes(self.api.routes())
         app.add_routes(self.api.faults.routes())
         app.add_routes(
@@ -285,6 +292,7 @@ class World:
             "clock": self.clock.now(),
             "store": self.store.snapshot(),
             "pools": self.registry.snapshot(),
+            "token_key": self.authenticator.key.hex(),
         }
         path.write_text(json.dumps(state))
 
@@ -298,6 +306,8 @@ class World:
         self.clock.run_due(float(state["clock"]))
         self.store.restore(state["store"])
         self.registry.restore(state["pools"])
+        if "token_key" in state:  # ServiceAccount tokens issued before the restart stay valid
+            self.authenticator.key = bytes.fromhex(state["token_key"])
         for name in [p.name for p in self.registry.list()]:
             self.clock.call_soon(functools.partial(self.node_ctl.reconcile, name))
         self.node_ctl.resume()

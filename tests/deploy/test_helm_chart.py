@@ -19,17 +19,20 @@ from bot.core import labels
 from sim.cluster import resources, schema, world
 from tests.deploy import chart
 
-SERVED_BY_SIM = {"ConfigMap": "create_namespaced_config_map", "Pod": "create_namespaced_pod"}
-"""Kinds the embedded cluster serves, and the client method that creates one."""
+SERVED_BY_SIM = {
+    "ConfigMap": (client.CoreV1Api, "namespaced_config_map"),
+    "Pod": (client.CoreV1Api, "namespaced_pod"),
+    "ServiceAccount": (client.CoreV1Api, "namespaced_service_account"),
+    "Role": (client.RbacAuthorizationV1Api, "namespaced_role"),
+    "RoleBinding": (client.RbacAuthorizationV1Api, "namespaced_role_binding"),
+    "ClusterRole": (client.RbacAuthorizationV1Api, "cluster_role"),
+    "ClusterRoleBinding": (client.RbacAuthorizationV1Api, "cluster_role_binding"),
+}
+"""Kinds the embedded cluster serves: the client API and the method suffix that creates and reads one."""
 CLIENT_MODELS = {
     "Deployment": ("apps/v1", "V1Deployment"),
     "Service": ("v1", "V1Service"),
-    "ServiceAccount": ("v1", "V1ServiceAccount"),
     "Secret": ("v1", "V1Secret"),
-    "Role": ("rbac.authorization.k8s.io/v1", "V1Role"),
-    "RoleBinding": ("rbac.authorization.k8s.io/v1", "V1RoleBinding"),
-    "ClusterRole": ("rbac.authorization.k8s.io/v1", "V1ClusterRole"),
-    "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "V1ClusterRoleBinding"),
     "PodDisruptionBudget": ("policy/v1", "V1PodDisruptionBudget"),
 }
 """Kinds the embedded cluster does not serve: checked against the client's model instead. (The Namespace is
@@ -100,20 +103,23 @@ def test_served_kinds_pass_server_side_dry_run_on_the_sim(
     served = [o for o in rendered if o["kind"] in SERVED_BY_SIM] + [pod_from_template(rendered)]
     with client.ApiClient(client.Configuration(host=sim.url)) as api:
         core = client.CoreV1Api(api)
-        for namespace in sorted({o["metadata"]["namespace"] for o in served} - {"default", "kube-system"}):
+        existing = {None, *world.SYSTEM_NAMESPACES, *world.WORKLOAD_NAMESPACES}
+        namespaces = {o["metadata"].get("namespace") for o in served} - existing
+        for namespace in sorted(namespaces):
             core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
         for obj in served:
             assert any(r.kind == obj["kind"] and r.api_version == obj["apiVersion"] for r in resources.ALL)
-            create = getattr(core, SERVED_BY_SIM[obj["kind"]])
-            namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-            response = create(
-                namespace, obj, dry_run="All", field_validation="Strict", _preload_content=False
+            api_class, suffix = SERVED_BY_SIM[obj["kind"]]
+            where = [obj["metadata"]["namespace"]] if "namespace" in obj["metadata"] else []
+            name = obj["metadata"]["name"]
+            response = getattr(api_class(api), f"create_{suffix}")(
+                *where, obj, dry_run="All", field_validation="Strict", _preload_content=False
             )
             accepted = json.loads(response.data)
             assert response.status == 201 and accepted["metadata"]["uid"], accepted
             assert accepted["metadata"]["name"] == name
             with pytest.raises(client.ApiException) as not_stored:
-                getattr(core, SERVED_BY_SIM[obj["kind"]].replace("create", "read"))(name, namespace)
+                getattr(api_class(api), f"read_{suffix}")(name, *where)
             assert not_stored.value.status == 404
 
 

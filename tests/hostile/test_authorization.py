@@ -74,9 +74,10 @@ def pod_named(sim: world.BackgroundWorld, name: str) -> Json | None:
 
 def start(sim: world.BackgroundWorld, slack: BackgroundSlack, user: str, name: str) -> Json:
     """`user` runs a one-GPU workload called `name`; its thread root, once the pod exists."""
+    before = len(gpubot_pods(sim))  # counted before the command: its pod may come before the count
     delivery = slack.type_command(user, "C_GPU", "/gpu", f"run {CUDA} --name {name} -- sleep 3600")
     assert delivery.acked and "Requesting" in (delivery.ack_payload or {}).get("text", "")
-    wait_for_pods(sim, slack, len(gpubot_pods(sim)) + 1)
+    wait_for_pods(sim, slack, before + 1)
     pod = pod_named(sim, name)
     assert pod is not None
     ts = pod["metadata"]["annotations"][labels.THREAD_TS_ANNOTATION]

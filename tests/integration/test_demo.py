@@ -101,6 +101,7 @@ def test_the_story_plays_through_with_the_bot(caplog: pytest.LogCaptureFixture) 
         "alice types `/gpu status`",
         "Your workloads",
         "bob types `/gpu run nvidia/cuda:12.4.1-base-ubuntu22.04 --hours 1 -- sleep 86400`",
+        "*Waiting for a GPU: #1 in line, about 4h",
         "the GPU pool is at its maximum size, so no new node can be added. Fix: wait for a GPU to free up",
         "alice types `/gpu release all`",
         "Released `gpu-u-alice-",

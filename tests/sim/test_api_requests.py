@@ -234,7 +234,7 @@ def test_a_protobuf_delete_body_is_read(sim: world.BackgroundWorld, core: client
 
 def test_other_protobuf_bodies_get_the_apiservers_415(sim: world.BackgroundWorld) -> None:
     headers = {"Content-Type": "application/vnd.kubernetes.protobuf"}
-    status, body = raw(sim, "POST", f"/api/v1/namespaces/{NS}/configmaps", b"k8s\x00\x0a\x00", headers)
+    status, body = raw(sim, "POST", f"/api/v1/namespaces/{NS}/pods", b"k8s\x00\x0a\x00", headers)
     assert status == 415
     assert json.loads(body) == {
         "kind": "Status",

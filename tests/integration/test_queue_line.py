@@ -1,0 +1,78 @@
+"""The line for GPUs at a full pool, with the real bot on the sim: each waiting owner sees their place and
+an ETA from the holders' leases, and both move as the holders extend and release."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bot import app
+from bot.core import labels
+from sim.cluster import world
+from sim.slack.runner import BackgroundSlack
+from tests.integration.botkit import (
+    CUDA,
+    RUN,
+    WAIT,
+    Json,
+    advance_until,
+    gpubot_pods,
+    replies,
+    roots,
+    step_reached,
+    wait_for_pods,
+)
+
+pytestmark = pytest.mark.usefixtures("slack_env")
+POOL = "gpu-pool"
+
+
+def root_of(sim: world.BackgroundWorld, slack: BackgroundSlack, user: str) -> Json:
+    """The user's newest thread root, found through their pod's annotation (the root names them only
+    after its first news)."""
+    mine = [p for p in gpubot_pods(sim) if p["metadata"]["labels"][labels.OWNER_LABEL] == user]
+    ts = mine[-1]["metadata"]["annotations"][labels.THREAD_TS_ANNOTATION]
+    (root,) = [r for r in roots(slack) if r["ts"] == ts]
+    return root
+
+
+def hours(text: str) -> float:
+    """The ETA's upper end in a "#N in line, about … to 4h05m" headline, in hours."""
+    headline = text.split(" — ")[0]  # the fallback text goes on with the problem's summary
+    found = re.search(r"(\d+)h(\d\d)m$", headline) or re.search(r"(\d+) min$", headline)
+    assert found, text
+    return int(found[1]) + int(found[2]) / 60 if len(found.groups()) == 2 else int(found[1]) / 60
+
+
+def test_a_full_pool_shows_each_waiter_its_place_and_an_eta_that_moves_with_the_holders(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+) -> None:
+    sim.run(lambda: sim.world.registry.set_autoscaling(POOL, enabled=True, min_size=0, max_size=1))
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
+    wait_for_pods(sim, slack)
+    advance_until(sim, slack, step_reached(slack, "Running on"))
+
+    slack.type_command("U_BOB", "C_GPU", "/gpu", f"run {CUDA} --hours 1 -- sleep 86400")
+    wait_for_pods(sim, slack, 2)
+    bob = lambda: root_of(sim, slack, "U_BOB")["text"]  # noqa: E731
+    advance_until(sim, slack, lambda: "Waiting for a GPU: #1 in line, about " in bob())
+    first = hours(bob())
+    assert 3.9 <= first <= 4.2, bob()  # alice's 4-hour lease and the 5-minute grace, less the minutes since
+
+    slack.type_command("U_ADMIN", "C_GPU", "/gpu", f"run {CUDA} --hours 2 -- sleep 86400")
+    wait_for_pods(sim, slack, 3)
+    ada = lambda: root_of(sim, slack, "U_ADMIN")["text"]  # noqa: E731
+    advance_until(sim, slack, lambda: "#2 in line" in ada())
+    assert "Waiting for a GPU: #2 in line, behind GPUs with no lease end gpubot knows" in ada()
+
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", "extend 2")
+    slack.wait_until(lambda: hours(bob()) >= first + 1.9, timeout=WAIT)  # her 2 more hours move bob's ETA
+
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
+    advance_until(sim, slack, lambda: "Running on" in bob())
+    advance_until(sim, slack, lambda: "Waiting for a GPU: #1 in line, about " in ada())
+    assert 0.9 <= hours(ada()) <= 1.2, ada()  # now behind bob's one-hour lease
+    running = lambda: [r for r in replies(slack, root_of(sim, slack, "U_BOB")) if "Running on" in r]  # noqa: E731
+    (told,) = slack.wait_until(running, timeout=WAIT)
+    assert told.startswith("<@U_BOB> Running on "), told  # the owner hears when the line reaches them
