@@ -106,7 +106,26 @@ def go_json_error(err: json.JSONDecodeError) -> str:
         return f"invalid character {char} after {inside}"
     if err.msg.startswith("Extra data"):
         return f"invalid character {char} after top-level value"
+    if text[pos] in LITERALS:
+        return _literal_error(text, pos)
     return f"invalid character {char} looking for beginning of value"
+
+
+LITERALS = {"t": "true", "f": "false", "n": "null"}
+
+
+def _literal_error(text: str, pos: int) -> str:
+    """encoding/json's scanner on a misspelt true, false or null."""
+    literal = LITERALS[text[pos]]
+    for offset, wanted in enumerate(literal):
+        if pos + offset >= len(text):
+            return "unexpected end of JSON input"
+        if text[pos + offset] != wanted:
+            return (
+                f"invalid character {_go_char(text[pos + offset])} in literal {literal} "
+                f"(expecting {_go_char(wanted)})"
+            )
+    return f"invalid character {_go_char(text[pos])} looking for beginning of value"
 
 
 def query_int(value: Any) -> int:

@@ -129,8 +129,11 @@ class DisruptionController:
     def sync(self) -> None:
         namespaces, self._dirty = self._dirty, set()
         for namespace in sorted(namespaces):
+            budgets = self.store.items("poddisruptionbudgets", namespace)
+            if not budgets:
+                continue  # most namespaces have none: spare copying their pods on every pod change
             pods = self.store.items("pods", namespace)
-            for pdb in self.store.items("poddisruptionbudgets", namespace):
+            for pdb in budgets:
                 status = compute_status(pdb, pods, now=rfc3339(self.store.clock))
                 name = pdb["metadata"]["name"]
                 self.store.mutate(
