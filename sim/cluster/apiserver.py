@@ -19,21 +19,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from aiohttp import web
 from kubernetes.client import models as k8s_models
 
 from sim.cluster import (
     admission,
+    apply,
+    bodies,
     discovery,
     errors,
     events,
+    eviction,
     faults,
     logs,
     messages,
+    metadata,
     patches,
     podlogs,
     podsecurity,
+    protobuf,
     rbacvalidation,
     resources,
     schema,
@@ -41,19 +45,21 @@ from sim.cluster import (
     tables,
     traffic,
     validation,
+    watchlist,
 )
 from sim.cluster.resources import Resource
 from sim.cluster.store import ADDED, DELETED, MODIFIED, Change, Obj, Store, rfc3339
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_WATCH_TIMEOUT = 1800.0
+DEFAULT_WATCH_TIMEOUT_TEXT = "1800"
 """Seconds; the apiserver's --min-request-timeout, after which it ends a watch that asked for none."""
 
 PATCH_TYPES = {
     "application/merge-patch+json": "merge",
     "application/json-patch+json": "json",
     "application/strategic-merge-patch+json": "strategic",
+    apply.CONTENT_TYPE: "apply",  # applied as a strategic merge, see sim/cluster/apply.py
 }
 
 
@@ -111,6 +117,11 @@ class ApiServer:
             return await self._dispatch(request)
         except errors.ApiError as err:
             return web.json_response(err.status(), status=err.code, headers=err.headers)
+        except Exception:
+            # A bug in the sim must look like a server fault to clients, never like a Python error.
+            logger.exception("API request %s %s failed", request.method, request.path)
+            failure = errors.internal_error()
+            return web.json_response(failure.status(), status=failure.code)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
@@ -125,7 +136,7 @@ class ApiServer:
             and (parts[4] == "bindings")
         ):
             self.traffic.count(user_agent(request), "create", "bindings")
-            return self.bind_named(parts[3], await body_json(request))
+            return self.bind_named(parts[3], await bodies.read(request))
         target = parse_target(parts)
         watching = request.query.get("watch") in ("1", "true")
         shown = target.resource.plural + (f"/{target.subresource}" if target.subresource else "")
@@ -144,21 +155,28 @@ class ApiServer:
             if watching:
                 with self.traffic.watching(user_agent(request), target.resource.plural):
                     return await self.watch(request, target)
+            watchlist.sends_initial_events(request.query, watching=False)
             return self.list_collection(request, target)
         if method == "GET":
             return self.respond(request, target.resource, self.read(target))
         if method == "POST" and target.subresource == "binding":
-            return self.bind(target, await body_json(request))
+            return self.bind(target, await bodies.read(request))
+        if method == "POST" and target.subresource == "eviction":
+            return self.evict(request, target, await bodies.read(request))
+        if target.subresource == "eviction":
+            raise errors.method_not_allowed()
         if method == "POST" and is_collection:
-            return self.create(request, target, await body_json(request))
+            decoder = protobuf.OBJECT_DECODERS.get(target.resource.plural)
+            return self.create(request, target, await bodies.read(request, from_protobuf=decoder))
         if method == "PUT" and not is_collection:
-            return self.put(request, target, await body_json(request))
+            return self.put(request, target, await bodies.read(request))
         if method == "PATCH" and not is_collection:
             return await self.patch(request, target)
         if method == "DELETE" and is_collection:
             return self.delete_collection(request, target)
         if method == "DELETE":
-            return self.delete(request, target, await body_json(request, optional=True))
+            body = await bodies.read(request, optional=True, from_protobuf=protobuf.decode_delete_options)
+            return self.delete(request, target, body)
         raise errors.method_not_allowed()
 
     # -- reads -----------------------------------------------------------------------------
@@ -184,6 +202,8 @@ class ApiServer:
                 continue_token=token,
             )
             return web.json_response(body)
+        if wants_metadata(request):
+            return web.json_response(metadata.partial_list(objs, resource_version=rv, continue_token=token))
         meta: dict[str, Any] = {"resourceVersion": rv}
         if token:
             meta["continue"] = token
@@ -200,7 +220,10 @@ class ApiServer:
         matches = make_filter(res, request)
         since = request.query.get("resourceVersion", "")
         table = wants_table(request)
-        timeout = float(request.query.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT)
+        timeout = float(bodies.query_int(request.query.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT_TEXT))
+        initial = watchlist.sends_initial_events(request.query, watching=True)
+        if initial:
+            since = ""  # NotOlderThan: the whole current state, whatever version was named
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
         await response.prepare(request)
@@ -218,6 +241,8 @@ class ApiServer:
         try:
             for kind, obj in backlog:
                 await write_event(response, self._event(request, res, kind, obj, table))
+            if initial and request.query.get("allowWatchBookmarks") in ("1", "true"):
+                await write_event(response, watchlist.initial_events_end(res, delivered))
             while True:
                 change = await watcher.queue.get()
                 if change is None:
@@ -264,7 +289,7 @@ class ApiServer:
         return out
 
     def _event(self, request: web.Request, res: Resource, kind: str, obj: Obj, table: bool) -> dict[str, Any]:
-        shown = present(res, obj)
+        shown = metadata.partial(obj) if wants_metadata(request) else present(res, obj)
         if table:
             shown = tables.table(
                 res.plural,
@@ -292,7 +317,8 @@ class ApiServer:
                 resource_version=obj["metadata"]["resourceVersion"],
             )
             return web.json_response(body, status=status, headers=headers)
-        return web.json_response(present(res, obj), status=status, headers=headers)
+        shown = metadata.partial(obj) if wants_metadata(request) else present(res, obj)
+        return web.json_response(shown, status=status, headers=headers)
 
     # -- writes ----------------------------------------------------------------------------
     def create(self, request: web.Request, target: Target, body: Any) -> web.Response:
@@ -355,8 +381,13 @@ class ApiServer:
         content_type = request.content_type
         kind = PATCH_TYPES.get(content_type)
         if kind is None:
-            raise errors.unsupported_media(content_type)
-        patch = await body_json(request)
+            raise errors.unsupported_media()
+        manager = apply.field_manager(request.query) if kind == "apply" else ""
+        patch = await bodies.read(request)
+        if kind == "apply":
+            patch = apply.check_applied(patch, kind=res.kind, api_version=res.api_version, name=target.name)
+            if target.subresource == "" and self.store.get(res.key, target.namespace, target.name) is None:
+                return self.apply_create(request, target, patch, manager)
         current = self.read(target)
         shown = present(res, current)  # a patch is written against the version the client speaks
         try:
@@ -368,6 +399,8 @@ class ApiServer:
                 patched = patches.strategic_merge_patch(shown, patch)
         except patches.PatchError as err:
             raise patch_error(kind, err) from None
+        if kind == "apply":
+            apply.record_manager(patched, patch, manager=manager, now=rfc3339(self.store.clock))
         obj, warnings = self.decode(request, res, patched, verb="patch")
         for fixed in ("name", "namespace", "uid", "creationTimestamp"):
             if fixed in current["metadata"]:
@@ -378,6 +411,13 @@ class ApiServer:
         updated = self.split_subresource(target, current, obj)
         stored = self.commit_update(res, current, updated, dry_run=is_dry_run(request))
         return self.respond(request, res, stored, warnings=warnings)
+
+    def apply_create(self, request: web.Request, target: Target, applied: Obj, manager: str) -> web.Response:
+        """Server-side apply of an object that does not exist yet creates it, owned by its manager."""
+        obj = copy.deepcopy(applied)
+        apply.record_manager(obj, applied, manager=manager, now=rfc3339(self.store.clock))
+        collection = Target(target.resource, target.namespace, "", "")
+        return self.create(request, collection, obj)
 
     def commit_update(self, res: Resource, current: Obj, updated: Obj, *, dry_run: bool = False) -> Obj:
         if updated == current:
@@ -448,20 +488,33 @@ class ApiServer:
 
     def delete(self, request: web.Request, target: Target, body: Any) -> web.Response:
         res = target.resource
+        options = bodies.delete_options(request, body)  # the handler checks options before it reads
         current = self.read(target)
-        options = body if isinstance(body, dict) else {}
         check_preconditions(target, current, options.get("preconditions") or {})
-        grace = request.query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
         if is_dry_run(request):
             return (
                 self.respond(request, res, current)
                 if res.plural == "pods"
                 else web.json_response(success_status(res, current))
             )
-        result = self.delete_object(res, current, None if grace is None else int(grace))
+        result = self.delete_object(res, current, options.get("gracePeriodSeconds"))
         if res.plural in ("pods", "nodes", "namespaces"):
             return self.respond(request, res, result)
         return web.json_response(success_status(res, current))
+
+    def evict(self, request: web.Request, target: Target, body: Any) -> web.Response:
+        pod = self.read(target)
+        dry_run = is_dry_run(request)
+
+        def delete(current: Obj, options: dict[str, Any]) -> None:
+            bodies.validate_delete_options(options)
+            check_preconditions(target, current, options.get("preconditions") or {})
+            if not dry_run:
+                grace = options.get("gracePeriodSeconds")
+                self.delete_object(target.resource, current, None if grace is None else int(grace))
+
+        status = eviction.evict(self.store, pod, body, delete=delete, dry_run=dry_run)
+        return web.json_response(status, status=status["code"])
 
     def delete_object(self, res: Resource, current: Obj, grace: int | None) -> Obj:
         meta = current["metadata"]
@@ -496,13 +549,14 @@ class ApiServer:
     def delete_collection(self, request: web.Request, target: Target) -> web.Response:
         res = target.resource
         matches = make_filter(res, request)
-        grace = request.query.get("gracePeriodSeconds")
+        given = request.query.get("gracePeriodSeconds")
+        grace = None if given is None else bodies.query_int(given)
         deleted = []
         for obj in self.store.items(res.key, target.namespace):
             if matches(obj) and is_dry_run(request):
                 deleted.append(obj)
             elif matches(obj):
-                deleted.append(self.delete_object(res, obj, None if grace is None else int(grace)))
+                deleted.append(self.delete_object(res, obj, grace))
         body = {
             "kind": res.list_kind,
             "apiVersion": res.api_version,
@@ -708,7 +762,7 @@ def paginate(objs: list[Obj], query: Any) -> tuple[list[Obj], str]:
             start = int(base64.urlsafe_b64decode(token.encode()).decode())
         except ValueError:
             raise errors.bad_request("continue key is not valid") from None
-    limit = int(query.get("limit") or 0)
+    limit = bodies.query_int(query.get("limit") or 0)
     if limit <= 0:
         return objs[start:], ""
     page = objs[start : start + limit]
@@ -730,23 +784,13 @@ def is_dry_run(request: web.Request) -> bool:
 
 
 def wants_table(request: web.Request) -> bool:
-    accept = request.headers.get("Accept", "")
-    first = accept.split(",")[0]
-    return "as=Table" in first
+    return metadata.requested_form(request.headers.get("Accept", "")) == metadata.TABLE
 
 
-async def body_json(request: web.Request, *, optional: bool = False) -> Any:
-    raw = await request.read()
-    if not raw:
-        if optional:
-            return None
-        raise errors.bad_request("the body of the request is empty")
-    try:
-        if "yaml" in request.content_type:
-            return yaml.safe_load(raw)
-        return json.loads(raw)
-    except (ValueError, yaml.YAMLError) as err:
-        raise errors.bad_request(f"the body of the request could not be decoded: {err}") from None
+def wants_metadata(request: web.Request) -> bool:
+    """`as=PartialObjectMetadataList` (or the single form): metadata only, for lists, gets and watches."""
+    form = metadata.requested_form(request.headers.get("Accept", ""))
+    return form in (metadata.PARTIAL, metadata.PARTIAL_LIST)
 
 
 async def write_event(response: web.StreamResponse, event: dict[str, Any]) -> None:

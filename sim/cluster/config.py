@@ -53,6 +53,9 @@ class Timings:
     crash_backoff_initial: float = 10.0
     crash_backoff_max: float = 300.0
     """kubelet's container restart back-off: 10 s doubling to 5 min."""
+    node_lease_duration: float = 40.0
+    """kubelet nodeLeaseDurationSeconds; it renews its Lease every quarter of it
+    (NodeLeaseRenewIntervalFraction 0.25), so every 10 s (pkg/kubelet/kubelet.go, v1.32.4)."""
     memory_growth_rate: float = float(1 << 30)
     """Bytes per simulated second a memory-growth command allocates (1 GiB/s, the order `tail /dev/zero`
     buffers at), so a 64Mi limit is reached in 0.06 s and a 13 GiB node in 13 s."""

@@ -40,17 +40,21 @@ def _resource_entries(res: Resource) -> list[dict[str, Any]]:
         main["shortNames"] = list(res.short_names)
     out = [main]
     for sub in res.subresources:
-        kind = {"binding": "Binding", "token": "TokenRequest"}.get(sub, res.kind)
-        verbs = {"binding": ["create"], "log": ["get"], "token": ["create"]}.get(
+        kind = {"binding": "Binding", "eviction": "Eviction", "token": "TokenRequest"}.get(sub, res.kind)
+        verbs = {"binding": ["create"], "eviction": ["create"], "log": ["get"], "token": ["create"]}.get(
             sub, ["get", "patch", "update"]
         )
-        entry = {
+        entry: dict[str, Any] = {
             "name": f"{res.plural}/{sub}",
             "singularName": "",
             "namespaced": res.namespaced,
             "kind": kind,
             "verbs": verbs,
         }
+        if sub == "eviction":
+            # kubectl drain (k8s.io/kubectl/pkg/drain CheckEvictionSupport) evicts only when pods/eviction
+            # names its group and version; without them it falls back to DELETE.
+            entry.update(group="policy", version="v1")
         if sub == "token":  # TokenRequest lives in another group than the ServiceAccount it is made for
             entry |= {"group": "authentication.k8s.io", "version": "v1"}
         out.append(entry)

@@ -91,17 +91,34 @@ def method_not_allowed(
 
 
 PATCH_MEDIA_TYPES = (
-    "application/json-patch+json, application/merge-patch+json, "
-    "application/apply-patch+yaml, application/strategic-merge-patch+json"
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+    "application/strategic-merge-patch+json",
 )
 
 
-def unsupported_media(content_type: str) -> ApiError:
+def unsupported_media(accepted: tuple[str, ...] = PATCH_MEDIA_TYPES) -> ApiError:
+    """negotiation.errUnsupportedMediaType (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/negotiation/
+    errors.go, v1.32.4): the accepted types only, never the one sent."""
     return ApiError(
         415,
         "UnsupportedMediaType",
-        f"the body of the request was in an unknown format - accepted media types include: "
-        f'{PATCH_MEDIA_TYPES} (got "{content_type}")',
+        "the body of the request was in an unknown format - accepted media types include: "
+        + ", ".join(accepted),
+    )
+
+
+INTERNAL_ERROR_DETAIL = "the simulated API server failed on this request; its log has the details"
+
+
+def internal_error() -> ApiError:
+    """errors.NewInternalError: 500 InternalError, its cause also under details.causes."""
+    return ApiError(
+        500,
+        "InternalError",
+        f"Internal error occurred: {INTERNAL_ERROR_DETAIL}",
+        {"causes": [{"message": INTERNAL_ERROR_DETAIL}]},
     )
 
 

@@ -39,7 +39,9 @@ class Resource:
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
-PODS = Resource("", "v1", "pods", "Pod", "pod", True, "V1Pod", ("po",), ("status", "binding", "log"))
+PODS = Resource(
+    "", "v1", "pods", "Pod", "pod", True, "V1Pod", ("po",), ("status", "binding", "eviction", "log")
+)
 NODES = Resource("", "v1", "nodes", "Node", "node", False, "V1Node", ("no",), ("status",))
 EVENTS = Resource("", "v1", "events", "Event", "event", True, "CoreV1Event", ("ev",))
 NAMESPACES = Resource(
@@ -50,6 +52,18 @@ EVENTS_V1 = Resource(
     "events.k8s.io", "v1", "events", "Event", "event", True, "EventsV1Event", ("ev",), store_key="events"
 )
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", "lease", True, "V1Lease")
+PDBS = Resource(
+    "policy",
+    "v1",
+    "poddisruptionbudgets",
+    "PodDisruptionBudget",
+    "poddisruptionbudget",
+    True,
+    "V1PodDisruptionBudget",
+    ("pdb",),
+    ("status",),
+)
+
 SERVICEACCOUNTS = Resource(
     "",
     "v1",
@@ -85,6 +99,7 @@ ALL = (
     CONFIGMAPS,
     EVENTS_V1,
     LEASES,
+    PDBS,
     SERVICEACCOUNTS,
     ROLES,
     CLUSTERROLES,

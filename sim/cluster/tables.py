@@ -126,6 +126,18 @@ LEASE_COLUMNS = _columns(
     _NAME, ("Holder", "holderIdentity contains the identity of the holder of a current lease."), _AGE
 )
 # rest.NewDefaultTableConvertor: what the apiserver sends for a type without printers.
+# podDisruptionBudgetColumnDefinitions, pkg/printers/internalversion/printers.go (v1.32.4).
+PDB_COLUMNS = (
+    *_columns(
+        _NAME,
+        ("Min Available", "The minimum number of pods that must be available."),
+        ("Max Unavailable", "The maximum number of pods that may be unavailable."),
+    ),
+    Column(
+        "Allowed Disruptions", "Calculated number of pods that may be disrupted at this time.", type="integer"
+    ),
+    *_columns(_AGE),
+)
 DEFAULT_COLUMNS = (*_columns(_NAME), Column("Created At", _AGE_DOC, type="date"))
 
 # Row conditions printPod sets for finished pods (metav1.RowCompleted).
@@ -425,6 +437,15 @@ def print_lease(lease: Obj, now: datetime) -> list[Cell]:
     return [_meta(lease).get("name", ""), holder, _age(lease, now)]
 
 
+def print_pdb(pdb: Obj, now: datetime) -> list[Cell]:
+    """printPodDisruptionBudget: an unset bound prints N/A."""
+    spec, status = pdb.get("spec") or {}, pdb.get("status") or {}
+    bounds = [
+        str(spec[key]) if spec.get(key) is not None else "N/A" for key in ("minAvailable", "maxUnavailable")
+    ]
+    return [_meta(pdb).get("name", ""), *bounds, int(status.get("disruptionsAllowed", 0)), _age(pdb, now)]
+
+
 def print_default(obj: Obj, now: datetime) -> list[Cell]:
     created = parse_time(_meta(obj).get("creationTimestamp"))
     # Go formats the zero time too, as RFC3339 in UTC.
@@ -439,6 +460,7 @@ PRINTERS: dict[str, tuple[tuple[Column, ...], Printer]] = {
     "namespaces": (NAMESPACE_COLUMNS, print_namespace),
     "configmaps": (CONFIGMAP_COLUMNS, print_configmap),
     "leases": (LEASE_COLUMNS, print_lease),
+    "poddisruptionbudgets": (PDB_COLUMNS, print_pdb),
 }
 
 

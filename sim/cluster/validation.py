@@ -652,6 +652,8 @@ def validate(
         else:
             causes = validate_object_meta(meta, namespaced=True, name_check=is_dns1123_subdomain)
             causes += validate_core_event(obj)
+    elif resource_plural == "poddisruptionbudgets":
+        causes = validate_object_meta(meta, namespaced=True, name_check=is_dns1123_subdomain)
     elif resource_plural in ("leases", "leases.coordination.k8s.io"):
         causes = validate_object_meta(meta, namespaced=True, name_check=is_dns1123_subdomain)
         causes += validate_lease_spec(obj.get("spec"))

@@ -29,12 +29,14 @@ from sim.cluster import (
     authorization,
     autoscaler,
     bootstrap,
+    disruption,
     eks,
     events,
     faults,
     filters,
     gke,
     kubelet,
+    lifecycle,
     logs,
     metrics,
     nodes,
@@ -122,6 +124,8 @@ class World:
         )
         self.scheduler = scheduler.Scheduler(self.store, self.recorder, self.timings, self.api.bind_pod)
         self.kubelets = kubelet.Kubelets(self.store, self.recorder, self.timings, self.logs)
+        self.disruption = disruption.DisruptionController(self.store)
+        self.lifecycle = lifecycle.NodeLifecycle(self.store, self.timings)
         self.metrics = metrics.GpuMetrics(self.store, self.faults)
         self.autoscaler = autoscaler.Autoscaler(
             self.store, self.registry, self.node_ctl, self.recorder, self.timings, self.faults

@@ -27,13 +27,13 @@ SERVED_BY_SIM = {
     "RoleBinding": (client.RbacAuthorizationV1Api, "namespaced_role_binding"),
     "ClusterRole": (client.RbacAuthorizationV1Api, "cluster_role"),
     "ClusterRoleBinding": (client.RbacAuthorizationV1Api, "cluster_role_binding"),
+    "PodDisruptionBudget": (client.PolicyV1Api, "namespaced_pod_disruption_budget"),
 }
 """Kinds the embedded cluster serves: the client API and the method suffix that creates and reads one."""
 CLIENT_MODELS = {
     "Deployment": ("apps/v1", "V1Deployment"),
     "Service": ("v1", "V1Service"),
     "Secret": ("v1", "V1Secret"),
-    "PodDisruptionBudget": ("policy/v1", "V1PodDisruptionBudget"),
 }
 """Kinds the embedded cluster does not serve: checked against the client's model instead. (The Namespace is
 served cluster-scoped; tests/deploy/test_helm_pod_security.py creates it on the sim.)"""
