@@ -41,6 +41,7 @@ from bot.core import notices, pools, ports, warm, workloads, workspaces
 from bot.core.ports import WatchCallback
 from bot.services import Services, launcher, leases, reaper, reservations, scale_notifier, tracker
 from bot.services import asks as asks_service
+from bot.services import connect as connect_service
 from bot.services import doctor as doctor_service
 from bot.services import logs as logs_service
 from bot.services import warm as warm_service
@@ -122,6 +123,8 @@ class Bot:
     """Metrics, and the /healthz, /readyz and /metrics server that `serve` starts."""
     slack_connected: Callable[[], bool] | None = None
     """Set once a Socket Mode connection or the HTTP server exists; readiness asks it."""
+    url_finder: connect_service.UrlFinder | None = None
+    """Follows running workloads' output for what their owners should open."""
 
     @property
     def leading(self) -> bool:
@@ -247,6 +250,8 @@ class Bot:
             self.scheduler.shutdown(wait=True)
         if self.elector is not None:
             self.elector.stop()  # releases the Lease, so a successor need not wait for it to expire
+        if self.url_finder is not None:
+            self.url_finder.close()
         self.cluster.stop()
         self.outbox.stop()
         close = getattr(self.store, "close", None)
@@ -349,6 +354,21 @@ def build(
     )
     ledger = reservations.Ledger(quota_reservations.open_reservations(kept, prefix=settings.redis.key_prefix))
     lease_service = leases.Leases(cluster, chat, launch, clock=clock, ledger=ledger)
+    # The finder tells the tracker what it read, and the tracker asks the finder to look: the lambda
+    # reaches the tracker made on the next line.
+    url_finder = connect_service.UrlFinder(
+        cluster.follow_log, found=lambda key, url: workload_tracker.url_found(key, url)
+    )
+    workload_tracker = tracker.Tracker(
+        chat,
+        clock=clock,
+        store=kept,
+        prices={name: profile.price_per_hour for name, profile in catalog.profiles.items()},
+        telemetry=telemetry,
+        read_log=cluster.read_log,
+        policy=settings.reaper_policy(),
+        find_url=url_finder.look,
+    )
     services = Services(
         launcher=launcher.Launcher(
             cluster,
@@ -362,15 +382,7 @@ def build(
         ),
         leases=lease_service,
         logs=logs_service.Logs(cluster, chat, lease_service, fits=slack_render.code_block_fits),
-        tracker=tracker.Tracker(
-            chat,
-            clock=clock,
-            store=kept,
-            prices={name: profile.price_per_hour for name, profile in catalog.profiles.items()},
-            telemetry=telemetry,
-            read_log=cluster.read_log,
-            policy=settings.reaper_policy(),
-        ),
+        tracker=workload_tracker,
         store=kept,
         warmer=warm_service.Warmer(
             pool_manager,
@@ -443,6 +455,7 @@ def build(
         scales=scales,
         tick_seconds=tick_seconds,
         telemetry=telemetry,
+        url_finder=url_finder,
     )
     telemetry.watch(outbox=outbox, leading=lambda: bot.leading)
     bot.idle_reaper = reaper.Reaper(

@@ -39,6 +39,7 @@ CRASH_RUN = (
     "echo 'FileNotFoundError: /data/train/part-3.parquet' >&2; exit 1\""
 )
 """A one-hour lease on a job that only sleeps: the reaper's reminder and idleness both come up."""
+NOTEBOOK_RUN = "run --type notebook --name explore --hours 1"
 USERS_CHANNEL, OPS_CHANNEL = "C_GPU", "C_OPS"
 POOL = "gpu-pool"
 NAMES = {"U_ALICE": "alice", "U_BOB": "bob", "U_ADMIN": "admin"}
@@ -197,6 +198,15 @@ class Story:
 
         return shows
 
+    def shows(self, user: str, words: str) -> Callable[[], bool]:
+        """Anywhere in the user's newest thread root, its sections included."""
+
+        def shown() -> bool:
+            root = self.thread_of(user)
+            return root is not None and words in str(root["blocks"])
+
+        return shown
+
     def replied(self, user: str, words: str) -> Callable[[], bool]:
         def said() -> bool:
             root = self.thread_of(user)
@@ -255,6 +265,11 @@ def play(story: Story) -> None:
     story.advance_until(story.replied("U_ALICE", "Failed"))
     story.type("U_ALICE", "logs")
     story.expect(story.ephemeral("U_ALICE", "lines of `data-check`"))
+    say("alice opens a notebook to look at the data; her thread shows how to reach it, token included")
+    story.type("U_ALICE", NOTEBOOK_RUN)
+    story.advance_until(story.shows("U_ALICE", "lab?token="))
+    story.type("U_ALICE", "release explore")
+    story.advance_until(story.headline("U_ALICE", "Released"))
     say("nothing holds a GPU now; the autoscaler removes the idle node after its scale-down delay")
     story.advance_until(lambda: story.pool_size() == 0 and story.ops_says("back at 0"), step=15, limit=3600)
     say(f"{POOL} is back at 0 nodes; the #gpu-ops message closes the episode")

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import yaml
 
-from bot.core import commands, labels, leadership, models, podsecurity, quantities, reaping, warm
+from bot.core import commands, images, labels, leadership, models, podsecurity, quantities, reaping, warm
 
 SlackMode = Literal["socket", "http"]
 REDACTED = "***"
@@ -715,6 +715,19 @@ profiles:
       app-type: gpu-workloads
     defaults: {cpu: "2", memory: 8Gi}
     pricePerHour: 0.54
+  notebook:
+    description: JupyterLab with PyTorch on a T4 of the gpu-pool; its thread shows how to open it
+    accelerator: nvidia-tesla-t4
+    resource: nvidia.com/gpu
+    maxCount: 1
+    tolerations:
+      - {key: nvidia.com/gpu, operator: Equal, value: present, effect: NoSchedule}
+    nodeSelector:
+      app-type: gpu-workloads
+    defaults: {cpu: "2", memory: 8Gi}
+    pricePerHour: 0.54
+    image: quay.io/jupyter/pytorch-notebook:cuda12-python-3.11
+    ports: [8888]
 """
 """The built-in catalogue when no profiles file is configured; deploy/profiles.yaml starts from it."""
 
@@ -729,6 +742,8 @@ PROFILE_FIELDS = frozenset(
         "defaults",
         "pricePerHour",
         "security",
+        "image",
+        "ports",
     }
 )
 TOLERATION_FIELDS = frozenset({"key", "operator", "value", "effect", "tolerationSeconds"})
@@ -892,7 +907,34 @@ def _read_profile(name: Any, entry: Any, problems: _Problems) -> models.GpuProfi
         accelerator=str(entry.get("accelerator", "")),
         description=str(entry.get("description", "")),
         security=_read_profile_security(entry.get("security"), f"{path}.security", problems),
+        image=_read_image(entry.get("image"), f"{path}.image", problems),
+        ports=_read_ports(entry.get("ports"), f"{path}.ports", problems),
     )
+
+
+def _read_image(raw: Any, path: str, problems: _Problems) -> str:
+    if raw is None:
+        return ""
+    parsed = images.parse_image(str(raw))
+    if isinstance(parsed, models.UsageError):
+        problems.add(path, parsed.problem)
+        return ""
+    return parsed.familiar
+
+
+def _read_ports(raw: Any, path: str, problems: _Problems) -> tuple[int, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(p, int) and not isinstance(p, bool) for p in raw):
+        problems.add(path, "must be a list of port numbers, like [8888]")
+        return ()
+    if not all(1 <= port <= 65535 for port in raw) or len(set(raw)) != len(raw):
+        problems.add(path, f"ports are distinct numbers from 1 to 65535, not {raw!r}")
+        return ()
+    if len(raw) > commands.MAX_PORTS:
+        problems.add(path, f"at most {commands.MAX_PORTS} ports, not {len(raw)}")
+        return ()
+    return tuple(raw)
 
 
 def _read_profile_security(raw: Any, path: str, problems: _Problems) -> models.ProfileSecurity:

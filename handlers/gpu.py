@@ -33,7 +33,8 @@ def ack_text(parsed: models.GpuCommand | models.UsageError) -> str | None:
             if parsed.profile
             else f"{parsed.gpus} GPU{'' if parsed.gpus == 1 else 's'}"
         )
-        return f"Requesting {gpus} for `{parsed.image}`… I will follow it in a thread here."
+        what = f"`{parsed.image}`" if parsed.image else f"the `{parsed.profile}` image"
+        return f"Requesting {gpus} for {what}… I will follow it in a thread here."
     return None
 
 

@@ -538,6 +538,36 @@ class KubeCluster:
 
         return kube_retry.call(self.requests, f"reading the log of {namespace}/{name}", attempt)
 
+    def follow_log(
+        self, namespace: str, name: str, *, until: Callable[[str], bool], seconds: float
+    ) -> str | None:
+        """Follow the pod's output from its first line (`follow=true`, streamed, not polled) until `until`
+        accepts a line, which is returned; None when the output ends or `seconds` pass first. The read
+        timeout bounds one silent stretch, the loop the whole wait."""
+        stop_at = time.monotonic() + seconds
+        with translated():
+            response: Any = self.core.read_namespaced_pod_log(
+                name,
+                namespace,
+                follow=True,
+                limit_bytes=LOG_LIMIT_BYTES,
+                _preload_content=False,
+                _request_timeout=(self.requests.timeout[0], seconds),
+            )
+            try:
+                pending = b""
+                for chunk in response.stream(4096, decode_content=True):
+                    *lines, pending = (pending + chunk).split(b"\n")
+                    for line in lines:
+                        text: str = line.decode("utf-8", errors="replace")
+                        if until(text):
+                            return text
+                    if time.monotonic() > stop_at:
+                        return None
+                return None
+            finally:
+                response.release_conn()
+
     def create_pod(self, manifest: Mapping[str, Any]) -> workloads.Workload:
         """Create, retried: gpubot's pod names are deterministic, so a retry whose first attempt landed
         meets AlreadyExists, and a pod carrying every label and annotation we sent is that attempt."""

@@ -134,9 +134,22 @@ def render_thread_status(status: notices.ThreadStatus) -> Rendered:
         facts.append(f"lease ends {date_token(status.lease_end)}")
     if facts:
         blocks.append(context(facts, block_id="gpubot_facts"))
+    if status.connect is not None:
+        blocks.append(section(connect_text(status.connect), block_id="gpubot_connect"))
     if status.buttons.any:
         blocks.append(actions(status))
     return Rendered(fallback(thread_fallback(status)), blocks)
+
+
+def connect_text(connect: notices.Connect) -> str:
+    """Copyable lines: each command whole in its own code span, the URL as a link."""
+    lines = ["*Connect* from your machine, with your cluster credentials:"]
+    if connect.forward:
+        lines.append(f"`{escape(connect.forward)}`")
+        if connect.url:
+            lines.append(f"then open <{escape(connect.url)}>")
+    lines.append(f"Shell: `{escape(connect.shell)}`")
+    return "\n".join(lines)
 
 
 def render_episode(episode: notices.ChannelEpisode) -> Rendered:

@@ -22,12 +22,14 @@ MIN_MEMORY, MAX_MEMORY = 64 * 1024**2, 4 * 1024**4
 MAX_TEXT_LENGTH = 4000
 """Longer `/gpu` text is refused unread: Slack's advice for a message, and the pod records the text whole
 (an annotation clipped at 4,096). Shell-style splitting grows quadratically with a word's length."""
+MAX_PORTS = 8
+"""Ports one run may name with `--port`; each is a line of the thread's Connect section."""
 RESERVED_NAMES = frozenset({"all"})
 """`/gpu release all` must never be ambiguous, so no workload may be named `all`."""
 
 RUN_USAGE = (
     "/gpu run IMAGE [--gpus N] [--type PROFILE] [--hours H] [--cpu C] [--memory M] [--name NAME] "
-    "[-- command args…]"
+    "[--port P]… [-- command args…]"
 )
 USAGES = {
     "run": RUN_USAGE,
@@ -46,7 +48,10 @@ EXAMPLE_VALUES = {
     "--cpu": "2",
     "--memory": "8Gi",
     "--name": "my-training",
+    "--port": "8888",
 }
+REPEATABLE = frozenset({"--port"})
+"""Options that may be given more than once; their values are kept comma-joined (`--port 8888,6006`)."""
 SYNONYMS = {
     **dict.fromkeys(("start", "launch", "submit", "create", "new", "request"), "run"),
     **dict.fromkeys(("ls", "list", "ps", "show", "info", "jobs"), "status"),
@@ -63,6 +68,7 @@ _SLACK_LINK = re.compile(r"<([^<>|]*)\|([^<>]*)>|<((?:https?|mailto):[^<>|]*)>")
 _CURLY_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
 _HOURS = re.compile(r"([0-9]{1,4}(?:\.[0-9]{1,3})?|\.[0-9]{1,3})h?|([0-9]{1,5})m(?:in)?", re.IGNORECASE)
 _COUNT = re.compile(r"[0-9]{1,4}")
+_PORT = re.compile(r"[0-9]{1,5}")
 _LOOSE_MEMORY = re.compile(r"([0-9]{1,12}(?:\.[0-9]{1,6})?)\s*([kmgtp])(?:i?b)?", re.IGNORECASE)
 _PROFILE_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
 
@@ -135,7 +141,7 @@ def _unknown_command(word: str, args: Sequence[str]) -> models.UsageError:
 
 
 def _suggest_run(image: str, options: Options, command: Sequence[str]) -> str:
-    words = ["/gpu", "run", image]
+    words = ["/gpu", "run", *([image] if image else [])]  # no image: the profile's own
     for option, value in options.items():
         words += [option, value]
     if command:
@@ -158,6 +164,8 @@ def format_run(request: models.RunRequest) -> str:
         options["--memory"] = quantities.format_memory(request.memory_bytes)
     if request.name:
         options["--name"] = request.name
+    if request.ports:
+        options["--port"] = ",".join(str(port) for port in request.ports)
     return _suggest_run(request.image, options, request.command)
 
 
@@ -173,7 +181,9 @@ class _RunForm:
 
     @property
     def image_hint(self) -> str:
-        return self.positionals[0] if self.positionals else images.EXAMPLE_IMAGE
+        if self.positionals:
+            return self.positionals[0]
+        return "" if "--type" in self.options else images.EXAMPLE_IMAGE
 
     def suggest(self, **fixes: str | None) -> str:
         options = {opt: val for opt, val in self.options.items() if opt.lstrip("-") not in fixes}
@@ -216,7 +226,7 @@ def _collect(form: _RunForm) -> models.UsageError | None:
         if option not in EXAMPLE_VALUES:
             following = form.head[index] if index < len(form.head) else None
             return _unknown_option(form, word, following)
-        if option in form.options:
+        if option in form.options and option not in REPEATABLE:
             return form.refuse(f"`{option}` is given twice; give it once.")
         if not has_value:
             if index >= len(form.head) or form.head[index].startswith("--"):
@@ -225,7 +235,7 @@ def _collect(form: _RunForm) -> models.UsageError | None:
             index += 1
         if not value:
             return form.refuse(f"`{option}` needs a value.", **{option[2:]: EXAMPLE_VALUES[option]})
-        form.options[option] = value
+        form.options[option] = f"{form.options[option]},{value}" if option in form.options else value
     return None
 
 
@@ -234,7 +244,7 @@ def _looks_negative(word: str) -> bool:
 
 
 def _check_positionals(form: _RunForm) -> models.UsageError | None:
-    if not form.positionals:
+    if not form.positionals and "--type" not in form.options:  # a profile may name its own image
         return form.refuse("`/gpu run` needs an image to run.")
     if len(form.positionals) > 1:
         extra = form.positionals[1:]
@@ -330,7 +340,28 @@ def _check_profile(form: _RunForm, text: str) -> str | models.UsageError:
     return form.refuse(f"`--type` takes a GPU profile name like `t4`, not {text[:30]!r}.", type="t4")
 
 
+def _check_ports(form: _RunForm, text: str) -> tuple[int, ...] | models.UsageError:
+    words = [word.strip() for word in text.split(",")]
+    ports: list[int] = []
+    for word in words:
+        port = int(word) if _PORT.fullmatch(word) else 0
+        if not 1 <= port <= 65535:
+            return form.refuse(
+                f"`--port` takes port numbers from 1 to 65535, not {word[:20]!r}.", port="8888"
+            )
+        if port not in ports:
+            ports.append(port)
+    if len(ports) > MAX_PORTS:
+        kept = ",".join(str(port) for port in ports[:MAX_PORTS])
+        return form.refuse(
+            f"A run may name at most {MAX_PORTS} ports with `--port`, not {len(ports)}.", port=kept
+        )
+    return tuple(ports)
+
+
 def _check_image(form: _RunForm) -> str | models.UsageError:
+    if not form.positionals:
+        return ""  # the profile's image, checked once the profile is known
     parsed = images.parse_image(form.positionals[0])
     if isinstance(parsed, models.UsageError):
         fixed_image = parsed.suggestion.removeprefix("/gpu run ")
@@ -338,10 +369,11 @@ def _check_image(form: _RunForm) -> str | models.UsageError:
     return parsed.familiar
 
 
-_Checked = int | float | str | models.UsageError
+Value = int | float | str | tuple[int, ...]
+_Checked = Value | models.UsageError
 
 
-def _check_values(form: _RunForm) -> dict[str, int | float | str] | models.UsageError:
+def _check_values(form: _RunForm) -> dict[str, Value] | models.UsageError:
     checks: dict[str, Callable[[_RunForm, str], _Checked]] = {
         "--gpus": _check_gpus,
         "--type": _check_profile,
@@ -349,8 +381,9 @@ def _check_values(form: _RunForm) -> dict[str, int | float | str] | models.Usage
         "--cpu": _check_cpu,
         "--memory": _check_memory,
         "--name": _check_name,
+        "--port": _check_ports,
     }
-    values: dict[str, int | float | str] = {}
+    values: dict[str, Value] = {}
     for option, text in form.options.items():
         checked = checks[option](form, text)
         if isinstance(checked, models.UsageError):
@@ -379,20 +412,20 @@ def _parse_run(args: Sequence[str], text: str) -> models.RunRequest | models.Usa
     return _build_run(image, values, form.command, text)
 
 
-def _int_value(values: dict[str, int | float | str], option: str) -> int | None:
+def _int_value(values: dict[str, Value], option: str) -> int | None:
     value = values.get(option)
     return value if isinstance(value, int) else None
 
 
-def _str_value(values: dict[str, int | float | str], option: str) -> str | None:
+def _str_value(values: dict[str, Value], option: str) -> str | None:
     value = values.get(option)
     return value if isinstance(value, str) else None
 
 
 def _build_run(
-    image: str, values: dict[str, int | float | str], command: tuple[str, ...], text: str
+    image: str, values: dict[str, Value], command: tuple[str, ...], text: str
 ) -> models.RunRequest:
-    hours = values.get("--hours")
+    hours, ports = values.get("--hours"), values.get("--port")
     return models.RunRequest(
         image=image,
         gpus=_int_value(values, "--gpus") or 1,
@@ -401,6 +434,7 @@ def _build_run(
         cpu_millis=_int_value(values, "--cpu"),
         memory_bytes=_int_value(values, "--memory"),
         name=_str_value(values, "--name"),
+        ports=ports if isinstance(ports, tuple) else (),
         command=command,
         text=text,
     )
@@ -568,6 +602,7 @@ HELP: dict[str, str] = {
         "  --cpu C        CPU request, e.g. `2` or `500m` (default: the profile's)\n"
         "  --memory M     memory request and limit, e.g. `16Gi` (default: the profile's)\n"
         "  --name NAME    a DNS-style name for the pod (default: generated)\n"
+        "  --port P       a port to reach once it runs, e.g. `8888`; repeat it for more\n"
         "  -- CMD ARGS…   what to run, passed as a list, never through a shell\n"
         f"Example: `/gpu run {images.EXAMPLE_IMAGE} -- sleep 3600`"
     ),

@@ -61,6 +61,10 @@ class GpuProfile:
     description: str = ""
     security: ProfileSecurity = ProfileSecurity()
     """How this profile's pods depart from the bot-wide securityContext (images that must run as root)."""
+    image: str = ""
+    """The image a run of this profile gets when none is typed (a notebook profile's Jupyter image)."""
+    ports: tuple[int, ...] = ()
+    """Ports a run of this profile exposes when it names none (`--port`), e.g. Jupyter's 8888."""
 
     @property
     def node_selector_map(self) -> dict[str, str]:
@@ -82,12 +86,15 @@ class RunRequest:
     """`/gpu run`: what the user asked for; unset fields fall back to the profile's and policy's defaults."""
 
     image: str
+    """As typed, made familiar (`pytorch/pytorch:…`); empty when `--type` names a profile with an image."""
     gpus: int = 1
     profile: str | None = None
     hours: float | None = None
     cpu_millis: int | None = None
     memory_bytes: int | None = None
     name: str | None = None
+    ports: tuple[int, ...] = ()
+    """Container ports to reach once it runs (`--port`); the thread's Connect section forwards each."""
     command: tuple[str, ...] = ()
     """Container args after `--`, passed as a list: never through a shell."""
     text: str = ""

@@ -32,6 +32,18 @@ class Buttons:
 
 
 @dataclass(frozen=True)
+class Connect:
+    """How to reach a running workload from one's own machine, with cluster credentials."""
+
+    shell: str
+    """The command for a shell in its container, e.g. `kubectl exec -it -n ns name -- sh`."""
+    forward: str = ""
+    """The command that forwards its ports to the same ports here; empty when it has none."""
+    url: str = ""
+    """What to open once forwarded: a notebook's URL with its token, read from its output."""
+
+
+@dataclass(frozen=True)
 class ThreadStatus:
     """The one status message at the root of a workload's thread, edited as the workload moves on.
 
@@ -59,6 +71,8 @@ class ThreadStatus:
     buttons: Buttons = Buttons()
     note: str = ""
     """A line of context, e.g. when the node is usually ready."""
+    connect: Connect | None = None
+    """While it runs: how to reach it."""
 
     @property
     def workload(self) -> str:

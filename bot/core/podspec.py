@@ -91,6 +91,8 @@ def container_manifest(
         "resources": resources_manifest(request, profile),
         "securityContext": podsecurity.container_context(decision),
     }
+    if request.ports:
+        container["ports"] = [{"containerPort": port, "protocol": "TCP"} for port in request.ports]
     if request.command:
         container["command"] = list(request.command)
     return container

@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from bot.core import commands, models, podspec
+from bot.core import commands, images, models, podspec
 
 RESERVATION_TTL = timedelta(minutes=10)
 """A reservation older than this is taken for one whose replica died between the check and the pod: it
@@ -85,7 +85,22 @@ def check_request(
     profile = resolve_profile(request, profiles, default_profile)
     if isinstance(profile, models.UsageError):
         return profile
-    return check_limits(request, profile, policy) or profile
+    return check_image(request, profile) or check_limits(request, profile, policy) or profile
+
+
+def check_image(request: models.RunRequest, profile: models.GpuProfile) -> models.UsageError | None:
+    """A run with no image typed takes its profile's; a profile without one cannot say what to run."""
+    if request.image or profile.image:
+        return None
+    return models.UsageError(
+        f"`/gpu run` needs an image: the `{profile.name}` type has none of its own.",
+        commands.format_run(replace(request, image=images.EXAMPLE_IMAGE)),
+    )
+
+
+def with_profile_defaults(request: models.RunRequest, profile: models.GpuProfile) -> models.RunRequest:
+    """What the profile fills in for what was not typed: its image, its ports."""
+    return replace(request, image=request.image or profile.image, ports=request.ports or profile.ports)
 
 
 def check_run(

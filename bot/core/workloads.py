@@ -58,6 +58,8 @@ class Workload:
     """The digest of the Slack request that asked for it (`podspec.request_key`); empty for older pods."""
     start: starts.Start = field(default_factory=starts.Start)
     """How its container waits to start (reason, message), and since when the kubelet has been starting it."""
+    ports: tuple[int, ...] = ()
+    """Its container's ports (`--port`, or its profile's), which the thread's Connect section forwards."""
 
     @property
     def key(self) -> str:
@@ -179,7 +181,13 @@ def from_pod(pod: Body) -> Workload | None:
         request=_text(notes.get(labels.REQUEST_ANNOTATION)),
         finished_at=finished_at(pod),
         start=start_of(status),
+        ports=container_ports(containers[0]) if containers else (),
     )
+
+
+def container_ports(container: Body) -> tuple[int, ...]:
+    ports = (_count(port.get("containerPort")) for port in _maps(container.get("ports")))
+    return tuple(port for port in ports if port > 0)
 
 
 def start_of(status: Body) -> starts.Start:

@@ -227,6 +227,7 @@ class Launcher:
         )
         if isinstance(profile, models.UsageError):
             return self._refuse(accepted.channel, owner.user_id, profile)
+        request = quota.with_profile_defaults(request, profile)
         now = self._clock()
         key = accepted.request_id or uuid.uuid4().hex  # `run()` has no Slack request to name it by
         asked = quota.Reservation(key, owner.user_id, request.gpus, now, pod=request.name or "")

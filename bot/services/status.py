@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from bot.core import episodes, explain, lifecycle, models, notices, podspec, reaping, workloads
+from bot.core import connect, episodes, explain, lifecycle, models, notices, podspec, reaping, workloads
 
 Step = lifecycle.Step
 TIMELINE_LABELS: Mapping[Step, str] = {
@@ -41,6 +41,8 @@ class Thread:
     outcome_text: str = ""
     ending: str = ""
     """Once it is over: what it held and cost."""
+    url: str = ""
+    """What to open once its ports are forwarded (a notebook's URL with its token), once read."""
 
     def text(self, step: Step) -> str:
         return next((t for s, t in self.texts if s == step), "")
@@ -162,6 +164,13 @@ def has_output(progress: lifecycle.Progress) -> bool:
     return not progress.gone and (progress.outcome is not None or progress.at(Step.RUNNING) is not None)
 
 
+def is_running(thread: Thread) -> bool:
+    """Its container has started and not ended: there is something to connect to. A release in progress
+    leaves the lines up until the pod is gone; taking them down would cost an edit of its own."""
+    progress = thread.progress
+    return progress.outcome is None and not progress.gone and progress.at(Step.RUNNING) is not None
+
+
 def thread_status(thread: Thread, *, note: str = "", place: str = "") -> notices.ThreadStatus:
     """The edited root message; `note` is said while it waits, `place` is its place in line."""
     workload, over, lease = thread.workload, thread.progress.outcome is not None, thread.workload.lease_end
@@ -181,6 +190,7 @@ def thread_status(thread: Thread, *, note: str = "", place: str = "") -> notices
             release=not over, extend=not over, logs=has_output(thread.progress), ask=bool(place) and not over
         ),
         note="" if over else note,
+        connect=connect.connect_for(workload, thread.url) if is_running(thread) else None,
     )
 
 

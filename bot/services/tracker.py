@@ -83,11 +83,14 @@ class Tracker:
         telemetry: ports.Telemetry = ports.NO_TELEMETRY,
         read_log: ReadLog | None = None,
         policy: reaping.ReaperPolicy | None = None,
+        find_url: Callable[[workloads.Workload], None] | None = None,
     ) -> None:
         """`store` keeps each pool's past scale-up durations, for the ETA and the slow-node warning;
-        `read_log` gives a failed run's last lines for the reply that says it failed."""
+        `read_log` gives a failed run's last lines for the reply that says it failed; `find_url` starts
+        looking in a running workload's output for what to open (`url_found` gets the answer)."""
         self._telemetry = telemetry
         self._read_log = read_log
+        self._find_url = find_url
         self._policy = policy or reaping.ReaperPolicy()
         """The reaper's timings: when a holder's GPUs come back, for the line's ETA."""
         self._chat = chat_port
@@ -139,6 +142,14 @@ class Tracker:
                     self._publish(key, thread, [])
             self._ended.clear()
             return len(self._threads)
+
+    def url_found(self, key: str, url: str) -> None:
+        """A running workload's URL, read from its output: its Connect section says what to open."""
+        with self._lock:
+            thread = self._threads.get(key)
+            if thread is not None and not thread.url:
+                thread = self._threads[key] = replace(thread, url=url)
+                self._publish(key, thread, [])
 
     def pause(self) -> None:
         """Leadership lost: keep learning, stop speaking; the next `go_live` re-renders every thread."""
@@ -374,6 +385,8 @@ class Tracker:
         if place is None:
             place = self._place(key, thread)
         shown = status.thread_status(thread, note=note, place=place)
+        if shown.connect is not None and shown.connect.forward and not thread.url and self._find_url:
+            self._find_url(workload)
         before = self._shown.get(key)
         held = status.awaiting_verdict(thread, self._now())
         if not held and (before is None or before.news() != shown.news()):

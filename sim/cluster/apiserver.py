@@ -42,6 +42,7 @@ from sim.cluster import (
     resources,
     schema,
     selectors,
+    streaming,
     tables,
     traffic,
     validation,
@@ -147,6 +148,8 @@ class ApiServer:
     async def _route(self, request: web.Request, target: Target, watching: bool) -> web.StreamResponse:
         method = request.method
         is_collection = not target.name
+        if target.subresource in streaming.SUBRESOURCES:
+            return streaming.serve(request, self.store, target.subresource, target.namespace, target.name)
         if target.subresource == "log":
             if method != "GET":
                 raise errors.method_not_allowed()

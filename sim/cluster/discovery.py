@@ -26,6 +26,24 @@ VERSION = {
 }
 
 
+SUBRESOURCE_KINDS = {
+    "binding": "Binding",
+    "eviction": "Eviction",
+    "token": "TokenRequest",
+    "exec": "PodExecOptions",
+    "attach": "PodAttachOptions",
+    "portforward": "PodPortForwardOptions",
+}
+SUBRESOURCE_VERBS = {
+    "binding": ["create"],
+    "eviction": ["create"],
+    "log": ["get"],
+    "token": ["create"],
+    **{sub: ["create", "get"] for sub in ("exec", "attach", "portforward")},
+}
+"""As `kubectl get --raw /api/v1` lists them; connect subresources take GET (WebSocket) and POST (SPDY)."""
+
+
 def _resource_entries(res: Resource) -> list[dict[str, Any]]:
     main: dict[str, Any] = {
         "name": res.plural,
@@ -40,10 +58,8 @@ def _resource_entries(res: Resource) -> list[dict[str, Any]]:
         main["shortNames"] = list(res.short_names)
     out = [main]
     for sub in res.subresources:
-        kind = {"binding": "Binding", "eviction": "Eviction", "token": "TokenRequest"}.get(sub, res.kind)
-        verbs = {"binding": ["create"], "eviction": ["create"], "log": ["get"], "token": ["create"]}.get(
-            sub, ["get", "patch", "update"]
-        )
+        kind = SUBRESOURCE_KINDS.get(sub, res.kind)
+        verbs = SUBRESOURCE_VERBS.get(sub, ["get", "patch", "update"])
         entry: dict[str, Any] = {
             "name": f"{res.plural}/{sub}",
             "singularName": "",

@@ -277,7 +277,12 @@ class Kubelets:
             if "running" not in status.get("state", {}):
                 continue
             log = self.logs.open(run.uid, container["name"], status["containerID"])
-            chunks = scripts.read(container).chunks
+            chunks = scripts.read(
+                container,
+                hostname=pod["metadata"]["name"],
+                seed=run.uid,
+                started=self.clock.to_datetime(started),
+            ).chunks
             for at, batch in itertools.groupby(chunks, key=lambda c: c.at):
                 print_batch = functools.partial(containers.print_chunks, log, started + at, list(batch))
                 if started + at <= self.clock.now():

@@ -269,3 +269,20 @@ def go_duration(seconds: float) -> str:
     if hours:
         return f"{int(hours)}h{int(minutes)}m{sec_text}s"
     return f"{int(minutes)}m{sec_text}s"
+
+
+# -- pods/exec, pods/attach, pods/portforward (sim/cluster/streaming.py). kubernetes/kubernetes
+# pkg/registry/core/pod/strategy.go streamLocation / PortForwardLocation (400 BadRequest) and
+# staging/src/k8s.io/apimachinery/pkg/util/proxy/upgradeaware.go (UpgradeRequired's 400; dial()'s wrap
+# of the dial error, which the apiserver's responder answers as a 500 Status with no reason), read at
+# master 008b365; the Go net error is `dial tcp HOST:PORT: connect: connection refused`.
+
+UPGRADE_REQUIRED = "Upgrade request required"
+
+
+def no_host_assigned(pod: str) -> str:
+    return f"pod {pod} does not have a host assigned"
+
+
+def kubelet_refused(host: str, port: int) -> str:
+    return f"error dialing backend: dial tcp {host}:{port}: connect: connection refused"

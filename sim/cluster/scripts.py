@@ -24,9 +24,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from sim.cluster import shell
+from sim.cluster import entrypoints, shell
 
 STDOUT, STDERR = "stdout", "stderr"
 SHELLS = ("sh", "bash", "ash", "dash")
@@ -68,8 +69,15 @@ class Program:
     """`sleep` as PID 1 has no SIGTERM handler, so deleting it takes the full grace period."""
 
 
-def read(container: dict[str, Any]) -> Program:
+def read(
+    container: dict[str, Any], *, hostname: str = "", seed: str = "", started: datetime | None = None
+) -> Program:
+    """`hostname` (the pod's name), `seed` (its uid) and `started` only shape what an image's own
+    entrypoint prints (`entrypoints`); how a program runs and ends never depends on them."""
     argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    if not argv and entrypoints.is_jupyter(str(container.get("image", ""))):
+        lines = entrypoints.jupyter_log(hostname=hostname, seed=seed, started=started)
+        return Program(tuple(Chunk(at, STDERR, f"{text}\n") for at, text in lines))
     if not argv:
         return Program(busy=True)  # the image's own entrypoint: a real workload
     if len(argv) >= 3 and _program(argv[0]) in SHELLS and re.fullmatch(r"-[a-z]*c", argv[1]):

@@ -6,6 +6,7 @@ The product never imports the sim; this test imports both, as tests may.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from datetime import UTC, datetime
 
@@ -59,7 +60,25 @@ def statuses() -> list[notices.Notice]:
         ending="This run held its GPU for 1h02m: 1.03 GPU-hours, ≈ $0.36.",
     )
     with_buttons = [notices.ThreadStatus(**{**vars(longest), "buttons": buttons}) for buttons in ALL_BUTTONS]
-    return [ordinary, longest, finished, *with_buttons]
+    running = dataclasses.replace(
+        ordinary,
+        headline="Running on gke-gpu-t4-1a2b",
+        connect=notices.Connect(
+            shell="kubectl exec -it -n gpubot alice-train-1 -- sh",
+            forward="kubectl port-forward -n gpubot pod/alice-train-1 8888:8888",
+            url="http://127.0.0.1:8888/lab?token=36561105e4ff1e78a40f3a76f48f0c89650caca5c209602c",
+        ),
+    )
+    ports = " ".join(f"{port}:{port}" for port in range(65528, 65536))
+    longest_connect = dataclasses.replace(
+        longest,
+        connect=notices.Connect(
+            shell=f"kubectl exec -it -n {NAMESPACE} {NAME} -- sh",
+            forward=f"kubectl port-forward -n {NAMESPACE} pod/{NAME} {ports}",
+            url="http://127.0.0.1:65535/" + LONG[:4000] + "?token=" + "a" * 4000,
+        ),
+    )
+    return [ordinary, longest, finished, *with_buttons, running, longest_connect]
 
 
 def everything_else() -> list[notices.Notice]:

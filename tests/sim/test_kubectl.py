@@ -120,13 +120,6 @@ class Lines:
 
 
 @pytest.fixture
-def kubectl(sim: world.BackgroundWorld, tmp_path: Path) -> Kubectl:
-    config = tmp_path / "kubeconfig"
-    world.write_kubeconfig(config, sim.url)
-    return Kubectl(config, tmp_path / "cache", tmp_path)
-
-
-@pytest.fixture
 def manifests(tmp_path: Path) -> dict[str, Path]:
     files = {"seed": seed.SEED_MANIFEST, "corrected": seed.CORRECTED_MANIFEST, "hello": HELLO_MANIFEST}
     out = {}

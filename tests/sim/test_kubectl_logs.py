@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import datetime
 import subprocess
-from pathlib import Path
 
-import pytest
 from kubernetes import client
 
 from sim.cluster import world
 from tests.sim.test_kubectl import TIMEOUT, Kubectl, Lines
 from tests.sim.test_pod_logs import phase, run, script, status
 from tests.sim.test_scenarios import advance_until
-
-
-@pytest.fixture
-def kubectl(sim: world.BackgroundWorld, tmp_path: Path) -> Kubectl:
-    config = tmp_path / "kubeconfig"
-    world.write_kubeconfig(config, sim.url)
-    return Kubectl(config, tmp_path / "cache", tmp_path)
 
 
 def test_logs_prints_the_output_and_tail_keeps_the_last_lines(

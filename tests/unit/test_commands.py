@@ -27,6 +27,9 @@ POLICY = models.QuotaPolicy(max_gpus_per_user=2, default_lease_hours=4, max_leas
         (f"run {IMAGE} --hours 1.5", models.RunRequest(image=IMAGE, hours=1.5)),
         (f"run {IMAGE} --hours 90m", models.RunRequest(image=IMAGE, hours=1.5)),
         (f"run {IMAGE} --hours 2h", models.RunRequest(image=IMAGE, hours=2.0)),
+        (f"run {IMAGE} --port 8888", models.RunRequest(image=IMAGE, ports=(8888,))),
+        (f"run {IMAGE} --port 8888 --port=6006,8888", models.RunRequest(image=IMAGE, ports=(8888, 6006))),
+        ("run --type notebook", models.RunRequest(image="", profile="notebook")),
         (
             f"run {IMAGE} --cpu 500m --memory 16Gi",
             models.RunRequest(image=IMAGE, cpu_millis=500, memory_bytes=16 * GIB),
@@ -124,6 +127,13 @@ def test_accepted_commands(text: str, expected: models.GpuCommand) -> None:
         ("run img --name " + "a" * 64, "at most 63", "/gpu run img --name " + "a" * 63),
         ("run img --name all", "reserved", "/gpu run img --name my-training"),
         ("run img --type T_4", "GPU profile name", "/gpu run img --type t4"),
+        ("run img --port 0", "from 1 to 65535, not '0'", "/gpu run img --port 8888"),
+        ("run img --port 65536", "from 1 to 65535", "/gpu run img --port 8888"),
+        ("run img --port http", "from 1 to 65535, not 'http'", "/gpu run img --port 8888"),
+        ("run img --port 1,2,3,4,5,6,7,8,9", "at most 8 ports", "/gpu run img --port 1,2,3,4,5,6,7,8"),
+        ("run img --prot 8888", "did you mean `--port`", "/gpu run img --port 8888"),
+        ("run --port 8888", "needs an image", f"/gpu run {IMAGE} --port 8888"),
+        ("run --type notebook --port x", "from 1 to 65535", "/gpu run --type notebook --port 8888"),
         ("run img sleep 3600", "put the command after `--`", "/gpu run img -- sleep 3600"),
         ("run img --gpus 2 sleep 3600", "put the command after `--`", "/gpu run img --gpus 2 -- sleep 3600"),
         ("run NVIDIA/cuda --gpus 1", "must be lowercase", "/gpu run nvidia/cuda --gpus 1"),
@@ -183,7 +193,10 @@ def test_suggested_run_commands_are_accepted(text: str) -> None:
 
 
 def test_format_run_round_trips() -> None:
-    text = f"run {IMAGE} --gpus 2 --type a100 --hours 1.5 --cpu 500m --memory 16Gi --name x -- sh -c 'a; b'"
+    text = (
+        f"run {IMAGE} --gpus 2 --type a100 --hours 1.5 --cpu 500m --memory 16Gi --name x"
+        " --port 8888 --port 6006 -- sh -c 'a; b'"
+    )
     parsed = commands.parse_gpu_command(text)
     assert isinstance(parsed, models.RunRequest)
     again = commands.parse_gpu_command(commands.format_run(parsed).removeprefix("/gpu "))
@@ -341,3 +354,26 @@ def test_logs_names_a_workload_and_how_many_lines(text: str, expected: models.Lo
 def test_logs_refusals_say_what_to_type(text: str, says: str) -> None:
     parsed = commands.parse_gpu_command(text)
     assert isinstance(parsed, models.UsageError) and says in parsed.message
+
+
+NOTEBOOK = models.GpuProfile(name="notebook", image="quay.io/jupyter/base-notebook", ports=(8888,))
+
+
+def test_a_run_without_an_image_takes_its_profiles_image_and_ports() -> None:
+    request = models.RunRequest(image="", profile="notebook")
+    checked = quota.check_request(
+        request, profiles={"notebook": NOTEBOOK}, default_profile="t4", policy=POLICY
+    )
+    assert checked == NOTEBOOK
+    filled = quota.with_profile_defaults(request, NOTEBOOK)
+    assert (filled.image, filled.ports) == ("quay.io/jupyter/base-notebook", (8888,))
+    own = quota.with_profile_defaults(models.RunRequest(image=IMAGE, ports=(9000,)), NOTEBOOK)
+    assert (own.image, own.ports) == (IMAGE, (9000,)), "what was typed wins"
+
+
+def test_a_run_without_an_image_on_a_profile_without_one_is_refused_with_a_fix() -> None:
+    request = models.RunRequest(image="", profile="t4")
+    refused = quota.check_request(request, profiles=PROFILES, default_profile="t4", policy=POLICY)
+    assert isinstance(refused, models.UsageError)
+    assert refused.problem == "`/gpu run` needs an image: the `t4` type has none of its own."
+    assert refused.suggestion == f"/gpu run {IMAGE} --type t4"

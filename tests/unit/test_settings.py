@@ -186,9 +186,13 @@ def test_redacted_hides_secrets() -> None:
 
 def test_shipped_profiles_match_the_seed_pool() -> None:
     catalog = settings.load_profile_catalog((REPO / "deploy" / "profiles.yaml").read_text())
-    assert catalog.default == "t4" and set(catalog.profiles) == {"t4", "a100"}
+    assert catalog.default == "t4" and set(catalog.profiles) == {"t4", "notebook", "a100"}
+    builtin = settings.load_profiles(settings.BUILTIN_PROFILES_YAML)
     t4 = catalog.profiles["t4"]
-    assert t4 == settings.load_profiles(settings.BUILTIN_PROFILES_YAML)["t4"]
+    assert t4 == builtin["t4"] and catalog.profiles["notebook"] == builtin["notebook"]
+    notebook = catalog.profiles["notebook"]
+    assert notebook.image.startswith("quay.io/jupyter/") and notebook.ports == (8888,)
+    assert notebook.node_selector == t4.node_selector, "a notebook lands on the seed's pool"
     assert t4.resource_name == "nvidia.com/gpu" and t4.max_count == 1
     assert t4.tolerations == (models.Toleration(key="nvidia.com/gpu", value="present", effect="NoSchedule"),)
     assert t4.node_selector_map == {"app-type": "gpu-workloads"}
@@ -198,7 +202,7 @@ def test_shipped_profiles_match_the_seed_pool() -> None:
 
 def test_read_profile_catalog_uses_file_builtin_and_override(tmp_path: Path) -> None:
     builtin = settings.read_profile_catalog(settings.Settings.from_env(SOCKET_ENV))
-    assert list(builtin.profiles) == ["t4"]
+    assert list(builtin.profiles) == ["t4", "notebook"]
     from_file = settings.read_profile_catalog(
         settings.Settings.from_env(
             {
@@ -261,6 +265,11 @@ def _profile(body: str) -> str:
         (_profile("defaults: {cpu: lots}"), "defaults.cpu: 'lots' is not a CPU amount"),
         (_profile("defaults: {memory: 8GB}"), "defaults.memory: '8GB' is not a memory amount"),
         (_profile("defaults: {gpu: 1}"), "defaults: unknown field 'gpu'"),
+        (_profile("image: 'NVIDIA/cuda'"), "profiles.p.image: "),
+        (_profile("ports: 8888"), "profiles.p.ports: must be a list of port numbers"),
+        (_profile("ports: [0]"), "profiles.p.ports: ports are distinct numbers from 1 to 65535"),
+        (_profile("ports: [8888, 8888]"), "profiles.p.ports: ports are distinct numbers"),
+        (_profile("ports: [1, 2, 3, 4, 5, 6, 7, 8, 9]"), "profiles.p.ports: at most 8 ports"),
     ],
 )
 def test_bad_profiles_are_refused_with_their_path(yaml_text: str, problem: str) -> None:
@@ -273,6 +282,13 @@ def test_all_profile_problems_come_together() -> None:
     with pytest.raises(settings.SettingsError) as raised:
         settings.load_profiles(_profile("maxCount: 0\npricePerHour: x\nresource: gpu"))
     assert str(raised.value).count("profiles.p.") == 3
+
+
+def test_a_profile_may_name_its_image_and_ports() -> None:
+    profile = settings.load_profiles(_profile("image: quay.io/jupyter/base-notebook\nports: [8888, 6006]"))[
+        "p"
+    ]
+    assert (profile.image, profile.ports) == ("quay.io/jupyter/base-notebook", (8888, 6006))
 
 
 def test_minimal_profile_gets_defaults() -> None:
