@@ -31,18 +31,20 @@ from bot.adapters import (
     leader,
     metrics,
     observability,
+    slack_forms,
     slack_http,
     slack_outbox,
     slack_render,
     store,
 )
 from bot.adapters import reservations as quota_reservations
-from bot.core import notices, pools, ports, warm, workloads, workspaces
+from bot.core import notices, pools, ports, runform, warm, workloads, workspaces
 from bot.core.ports import WatchCallback
 from bot.services import Services, launcher, leases, reaper, reservations, scale_notifier, tracker
 from bot.services import asks as asks_service
 from bot.services import connect as connect_service
 from bot.services import doctor as doctor_service
+from bot.services import forms as forms_service
 from bot.services import logs as logs_service
 from bot.services import warm as warm_service
 
@@ -93,6 +95,9 @@ class OutboxChat:
     def post_dm(self, user: str, notice: notices.Notice, *, timeout: float | None = None) -> str:
         text, blocks = slack_render.render(notice)
         return self.outbox.post_dm(user, text, blocks, timeout=timeout)
+
+    def open_form(self, trigger_id: str, form: runform.RunForm) -> None:
+        self.outbox.open_view(trigger_id, slack_forms.render_run_form(form))
 
     def upload(
         self, user: str, filename: str, content: str, *, comment: str, timeout: float | None = None
@@ -369,17 +374,19 @@ def build(
         policy=settings.reaper_policy(),
         find_url=url_finder.look,
     )
+    run_launcher = launcher.Launcher(
+        cluster,
+        chat,
+        launch,
+        clock=clock,
+        ledger=ledger,
+        store=kept,
+        telemetry=telemetry,
+        replica=settings.leader.identity,
+    )
     services = Services(
-        launcher=launcher.Launcher(
-            cluster,
-            chat,
-            launch,
-            clock=clock,
-            ledger=ledger,
-            store=kept,
-            telemetry=telemetry,
-            replica=settings.leader.identity,
-        ),
+        launcher=run_launcher,
+        forms=forms_service.RunForms(cluster, chat, launch, run_launcher, store=kept),
         leases=lease_service,
         logs=logs_service.Logs(cluster, chat, lease_service, fits=slack_render.code_block_fits),
         tracker=workload_tracker,

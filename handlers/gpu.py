@@ -38,6 +38,11 @@ def ack_text(parsed: models.GpuCommand | models.UsageError) -> str | None:
     return None
 
 
+def opens_form(command: dict[str, Any], services: Services) -> bool:
+    """`/gpu` with nothing after it opens the run form (`/gpu help` still prints the help)."""
+    return services.forms is not None and not str(command.get("text", "")).strip()
+
+
 def owner_of(command: dict[str, Any]) -> models.Owner:
     return models.Owner(
         user_id=str(command.get("user_id", "")),
@@ -75,6 +80,9 @@ class GpuCommand:
         return parsed
 
     def ack_gpu(self, ack: Ack, command: dict[str, Any]) -> None:
+        if opens_form(command, self.services):
+            ack()  # the form opens in the lazy half, within the trigger's 3 seconds
+            return
         text = ack_text(self.parse(command))
         if text:
             ack(text=text)
@@ -84,6 +92,10 @@ class GpuCommand:
     def run_gpu(self, command: dict[str, Any], respond: Respond) -> None:
         request_id = str(command.get("trigger_id", ""))
         if not self.services.first_delivery(request_id):
+            return
+        if opens_form(command, self.services) and self.services.forms is not None:
+            owner = owner_of(command)
+            self.services.forms.open(owner.user_id, str(command.get("channel_id", "")), request_id)
             return
         parsed = commands.parse_gpu_command(str(command.get("text", "")))
         if isinstance(parsed, models.RunRequest) and self.services.launcher.precheck(parsed):

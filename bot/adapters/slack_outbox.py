@@ -225,6 +225,14 @@ class SlackOutbox:
         self._worker.start()
 
     # -- writing --------------------------------------------------------------------------------
+    def open_view(self, trigger_id: str, view: dict[str, Any]) -> None:
+        """views.open, now and once: a trigger id is good for 3 seconds, so it never waits in the queue
+        (docs.slack.dev/reference/methods/views.open: `expired_trigger_id`)."""
+        try:
+            self._client.views_open(trigger_id=trigger_id, view=view)
+        except Exception as err:  # slack_sdk's and the transport's, converted at this edge
+            raise convert(err) from err
+
     def post(
         self,
         channel: str,

@@ -1,6 +1,6 @@
 """Services: the port through which services speak to people, in core notices; the composition root renders.
 
-Kept to seven verbs so any chat (the Slack outbox, a test fake) can stand behind it. The three that wait
+Kept to eight verbs so any chat (the Slack outbox, a test fake) can stand behind it. The three that wait
 (`post`, `post_dm`, `upload`) raise `errors.Unreachable` when the destination refuses us for good (the bot
 not in the channel, the channel archived or gone), so a caller can reach the person another way.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from bot.core import notices
+from bot.core import notices, runform
 
 Answer = Callable[[str], bool]
 """Answers the person who typed a command, privately, by the command's own response_url: that reaches them
@@ -48,6 +48,11 @@ class Chat(Protocol):
 
     def post_dm(self, user: str, notice: notices.Notice, *, timeout: float | None = None) -> str:
         """A direct message to `user`, waited for as `post` waits."""
+        ...
+
+    def open_form(self, trigger_id: str, form: runform.RunForm) -> None:
+        """Open the run form for whoever just asked (their `trigger_id`), at once: never queued, since a
+        trigger lasts seconds. Raises the chat's refusal (`Invalid` for an expired trigger)."""
         ...
 
     def upload(

@@ -33,7 +33,7 @@ from bot.core import (
     reaping,
     workloads,
 )
-from bot.services import chat, pending, reservations, status
+from bot.services import chat, pending, recent, reservations, status
 
 logger = logging.getLogger(__name__)
 audit_logger = logging.getLogger("gpubot.audit")
@@ -340,6 +340,7 @@ class Launcher:
             self._refuse_in_thread(channel, thread_ts, name, err, profile=profile)
             return None
         log_audit(podspec.run_audit_entry(request, owner, profile, now), created.key)
+        recent.remember(self._store, owner.user_id, request.image)
         return created
 
     def _create_once(self, manifest: Mapping[str, object], thread_ts: str) -> workloads.Workload:

@@ -296,6 +296,24 @@ def pool_views(
     return views
 
 
+def free_gpus(
+    nodes: Iterable[lifecycle.NodeSeen],
+    held: Iterable[workloads.Workload],
+    profiles: Iterable[models.GpuProfile],
+) -> dict[str, int]:
+    """Per profile, the GPUs free now on Ready nodes its pods may land on (its node selector)."""
+    nodes, held = list(nodes), [w for w in held if holds_gpu(w) and w.node]
+    used: dict[str, int] = {}
+    for workload in held:
+        used[workload.node] = used.get(workload.node, 0) + workload.gpus
+    free = {}
+    for profile in profiles:
+        wanted = profile.node_selector_map.items()
+        fits = [n for n in nodes if n.ready and n.gpus > 0 and wanted <= n.labels.items()]
+        free[profile.name] = sum(max(n.gpus - used.get(n.name, 0), 0) for n in fits)
+    return free
+
+
 def workload_line(workload: workloads.Workload, now: datetime, *, with_owner: bool) -> str:
     since = workload.created_at or workload.requested_at
     age = notices.format_elapsed((now - since).total_seconds()) if since else "?"

@@ -29,17 +29,42 @@ def input_blocks(view: Json) -> list[Json]:
     return [b for b in view.get("blocks", []) if isinstance(b, dict) and b.get("type") == "input"]
 
 
+SELECTED = ("static_select", "radio_buttons")
+"""Elements whose state is the option chosen (`selected_option`), not a typed `value`."""
+
+
 def state_values(view: Json, typed: Mapping[str, str]) -> Json:
-    """`view.state.values`: each input's element by block_id and action_id, with what the user typed
-    (`typed` by block_id; an untouched input's value is null, as Slack sends it)."""
+    """`view.state.values`: each input's element by block_id and action_id, with what the user typed or
+    chose (`typed` by block_id; for a select, the chosen option's value). An input the user left alone
+    keeps what the view offered (`initial_value`, `initial_option`), or null when it offered nothing, as
+    Slack sends it (api.slack.com/changelog/2020-09-full-state-on-view-submisson-and-block-actions: the
+    state holds each stateful element's current value)."""
     values: Json = {}
     for block in input_blocks(view):
         element = block.get("element") or {}
         kind = str(element.get("type", "plain_text_input"))
         action_id = str(element.get("action_id", ""))
         block_id = str(block.get("block_id", ""))
-        values[block_id] = {action_id: {"type": kind, "value": typed.get(block_id)}}
+        if kind in SELECTED:
+            state = {"type": kind, "selected_option": chosen(element, typed.get(block_id))}
+        else:
+            value = typed.get(block_id, element.get("initial_value"))
+            state = {"type": kind, "value": value if value != "" else None}
+        values[block_id] = {action_id: state}
     return values
+
+
+def chosen(element: Json, value: str | None) -> Json | None:
+    """The option whose value was chosen; the initial one when none was. A value the select does not
+    offer cannot be chosen in Slack's client: LookupError."""
+    if value is None:
+        initial = element.get("initial_option")
+        return dict(initial) if isinstance(initial, dict) else None
+    options = [o for group in element.get("option_groups") or [] for o in group.get("options") or []]
+    for option in [*(element.get("options") or []), *options]:
+        if isinstance(option, dict) and option.get("value") == value:
+            return dict(option)
+    raise LookupError(f"the select {element.get('action_id')!r} offers no option {value!r}")
 
 
 def view_submission(
