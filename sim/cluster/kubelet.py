@@ -196,12 +196,11 @@ class Kubelets:
         if run is None or current is None or current["metadata"].get("deletionTimestamp"):
             return
         image = current["spec"]["containers"][0]["image"]
+        detail = messages.pull_not_found_detail(image)
         run.pull_failures += 1
-        self._event(
-            current, "Warning", "Failed", messages.pull_failed(image, messages.pull_not_found_detail(image))
-        )
+        self._event(current, "Warning", "Failed", messages.pull_failed(image, detail))
         self._event(current, "Warning", "Failed", messages.ERR_IMAGE_PULL)
-        self._set_waiting(current, "ErrImagePull", f"failed to pull image {image!r}")
+        self._set_waiting(current, "ErrImagePull", detail)
         backoff = doubling(
             self.timings.crash_backoff_initial, self.timings.crash_backoff_max, run.pull_failures - 1
         )
@@ -212,7 +211,7 @@ class Kubelets:
                 return
             self._event(now_pod, "Normal", "BackOff", messages.back_off_pulling(image))
             self._event(now_pod, "Warning", "Failed", messages.IMAGE_PULL_BACKOFF)
-            self._set_waiting(now_pod, "ImagePullBackOff", messages.back_off_pulling(image))
+            self._set_waiting(now_pod, "ImagePullBackOff", messages.back_off_pulling_waiting(image, detail))
             self._later(run, backoff, lambda: self._pull(now_pod))
 
         self._later(run, 1.0, back_off)
@@ -346,8 +345,7 @@ class Kubelets:
         meta = current["metadata"]
         waiting = {
             "reason": "CrashLoopBackOff",
-            "message": f"back-off {messages.go_duration(backoff)} restarting failed container={name} "
-            f"pod={meta['name']}_{meta['namespace']}({meta['uid']})",
+            "message": messages.crash_loop_waiting(backoff, name, meta["name"], meta["namespace"], meta["uid"]),
         }
 
         def crashed(p: Obj) -> None:
@@ -356,7 +354,7 @@ class Kubelets:
                 if c["type"] in ("Ready", "ContainersReady"):
                     c.update(
                         status="False",
-                        reason="ContainersNotReady",
+                        reason=messages.CONTAINERS_NOT_READY,
                         message=messages.containers_not_ready([name]),
                         lastTransitionTime=now,
                     )
@@ -394,7 +392,7 @@ class Kubelets:
                     c.update(status="False", lastTransitionTime=now)
                     if c["type"] != "PodReadyToStartContainers":
                         # pkg/kubelet/status/generate.go generate*ConditionForTerminalPhase
-                        c.update(reason="PodCompleted" if phase == "Succeeded" else "PodFailed")
+                        c.update(reason=messages.POD_COMPLETED if phase == "Succeeded" else messages.POD_FAILED)
             for status in p["status"]["containerStatuses"]:
                 ended = containers.terminated(status, terminated)
                 status.update(ready=False, started=False, state={"terminated": ended})
