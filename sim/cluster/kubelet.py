@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.cluster import containers, events, fit, logs, messages, scripts
+from sim.cluster import containers, ephemeral, events, fit, logs, messages, scripts
 from sim.cluster.config import Timings, doubling
 from sim.cluster.store import Change, Obj, Store, rfc3339
 
@@ -96,6 +96,8 @@ class Kubelets:
             run = PodRun(uid, node)
             self.runs[uid] = run
             self._later(run, 0.0, lambda: self._start_pod(pod))
+        elif pod["status"].get("phase") == "Running" and ephemeral.unstarted(pod):
+            self._later(self.runs[uid], 0.0, lambda: self._start_ephemeral(pod))
         elif pod["metadata"].get("deletionTimestamp"):
             run = self.runs.get(uid) or PodRun(uid, node)
             self.runs[uid] = run
@@ -257,6 +259,29 @@ class Kubelets:
         if first.runs_for is not None:
             self._later(run, first.runs_for, lambda: self._exited(current, first))
 
+    def _start_ephemeral(self, pod: Obj) -> None:
+        """`kubectl debug` added containers: pull (the debug images are small), create, start."""
+        current = self._current(pod)
+        if current is None or current["metadata"].get("deletionTimestamp"):
+            return
+        added = ephemeral.unstarted(current)
+        for container in added:
+            self._event(current, "Normal", "Pulling", messages.pulling(container["image"]))
+            took, size = self.timings.pull_small, IMAGE_SIZES["small"]
+            self._event(current, "Normal", "Pulled", messages.pulled(container["image"], took, size))
+            self._event(current, "Normal", "Created", messages.created_container(container["name"]))
+            self._event(current, "Normal", "Started", messages.started_container(container["name"]))
+        now, uid = rfc3339(self.clock), current["metadata"]["uid"]
+
+        def started(p: Obj) -> None:
+            statuses = p["status"].setdefault("ephemeralContainerStatuses", [])
+            for container in added:
+                # ephemeral containers are never ready and never restarted (EphemeralContainerCommon)
+                status = containers.running(container, now, 0, {}, uid=uid)
+                statuses.append({**status, "ready": False, "started": False, "lastState": {}})
+
+        self.store.mutate("pods", current["metadata"]["namespace"], current["metadata"]["name"], started)
+
     def _behaviour(self, pod: Obj, container: Obj) -> containers.Behaviour:
         """The container's behaviour on its node: memory is capped by its limit, else by what the node
         can allocate (the kubepods cgroup), so unbounded growth ends in an OOM kill either way."""
@@ -345,7 +370,9 @@ class Kubelets:
         meta = current["metadata"]
         waiting = {
             "reason": "CrashLoopBackOff",
-            "message": messages.crash_loop_waiting(backoff, name, meta["name"], meta["namespace"], meta["uid"]),
+            "message": messages.crash_loop_waiting(
+                backoff, name, meta["name"], meta["namespace"], meta["uid"]
+            ),
         }
 
         def crashed(p: Obj) -> None:
@@ -392,7 +419,9 @@ class Kubelets:
                     c.update(status="False", lastTransitionTime=now)
                     if c["type"] != "PodReadyToStartContainers":
                         # pkg/kubelet/status/generate.go generate*ConditionForTerminalPhase
-                        c.update(reason=messages.POD_COMPLETED if phase == "Succeeded" else messages.POD_FAILED)
+                        c.update(
+                            reason=messages.POD_COMPLETED if phase == "Succeeded" else messages.POD_FAILED
+                        )
             for status in p["status"]["containerStatuses"]:
                 ended = containers.terminated(status, terminated)
                 status.update(ready=False, started=False, state={"terminated": ended})

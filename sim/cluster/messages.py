@@ -42,7 +42,8 @@ TOO_MANY_PODS = "Too many pods"  # plugins/noderesources/fit.go fitsRequest
 
 
 def untolerated_taint(key: str, value: str) -> str:
-    """plugins/tainttoleration/taint_toleration.go: `node(s) had untolerated taint {%s: %s}` (value, not effect)."""
+    """plugins/tainttoleration/taint_toleration.go: `node(s) had untolerated taint {%s: %s}`, with the
+    value, not the effect."""
     return f"node(s) had untolerated taint {{{key}: {value}}}"
 
 
@@ -69,7 +70,8 @@ def fit_error(total_nodes: int, reasons: Iterable[str], preemption_reasons: Iter
 
 
 def successfully_assigned(namespace: str, name: str, node: str) -> str:
-    return f"Successfully assigned {namespace}/{name} to {node}"  # pkg/scheduler/schedule_one.go handleBindingCycle
+    # pkg/scheduler/schedule_one.go handleBindingCycle: `Successfully assigned %v/%v to %v`
+    return f"Successfully assigned {namespace}/{name} to {node}"
 
 
 # -- kubelet (k8s v1.32.10): pkg/kubelet/images/image_manager.go EnsureImageExists ----------------
@@ -90,7 +92,8 @@ def pulled(image: str, seconds: float, size_bytes: int) -> str:
 
 
 def already_present(image: str) -> str:
-    return f'Container image "{image}" already present on machine'  # `Container image %q already present on machine`
+    # `Container image %q already present on machine`
+    return f'Container image "{image}" already present on machine'
 
 
 def pull_failed(image: str, detail: str) -> str:
@@ -283,7 +286,8 @@ def scaled_up_group(group: str, new: int, old: int, max_size: int) -> str:
 
 
 def scaled_up_group_done(group: str, new: int, old: int, max_size: int) -> str:
-    """executor.go, once the resize call succeeded: `Scale-up: group %s size set to %d instead of %d (max: %d)`."""
+    """executor.go, once the resize call succeeded: `Scale-up: group %s size set to %d instead of %d
+    (max: %d)`."""
     return f"Scale-up: group {group} size set to {new} instead of {old} (max: {max_size})"
 
 

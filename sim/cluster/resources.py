@@ -40,7 +40,15 @@ class Resource:
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 PODS = Resource(
-    "", "v1", "pods", "Pod", "pod", True, "V1Pod", ("po",), ("status", "binding", "eviction", "log")
+    "",
+    "v1",
+    "pods",
+    "Pod",
+    "pod",
+    True,
+    "V1Pod",
+    ("po",),
+    ("status", "binding", "eviction", "log", "ephemeralcontainers"),
 )
 NODES = Resource("", "v1", "nodes", "Node", "node", False, "V1Node", ("no",), ("status",))
 EVENTS = Resource("", "v1", "events", "Event", "event", True, "CoreV1Event", ("ev",))

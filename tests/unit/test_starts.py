@@ -37,11 +37,12 @@ def test_a_broken_start_is_due_after_the_limit_and_a_hopeless_one_at_once(
 
 
 PULL_DETAIL = (
-    'rpc error: code = NotFound desc = failed to pull and unpack image '
+    "rpc error: code = NotFound desc = failed to pull and unpack image "
     '"docker.io/library/foo:bar": failed to resolve reference "docker.io/library/foo:bar": not found'
 )
 PULL_EVENT = f'Failed to pull image "foo:bar": {PULL_DETAIL}'
-"""The kubelet's Failed event; the ErrImagePull waiting message is the runtime's error alone (image_manager.go)."""
+"""The kubelet's Failed event; the ErrImagePull waiting message is the runtime's error alone
+(image_manager.go)."""
 
 
 @pytest.mark.parametrize(
