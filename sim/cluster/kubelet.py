@@ -52,6 +52,8 @@ class PodRun:
     crashes: int = 0
     stopping: bool = False
     timers: list[Any] = field(default_factory=list)
+    ephemeral: set[str] = field(default_factory=set)
+    """Ephemeral containers being pulled and started."""
 
 
 class Kubelets:
@@ -264,23 +266,34 @@ class Kubelets:
         current = self._current(pod)
         if current is None or current["metadata"].get("deletionTimestamp"):
             return
-        added = ephemeral.unstarted(current)
-        for container in added:
-            self._event(current, "Normal", "Pulling", messages.pulling(container["image"]))
-            took, size = self.timings.pull_small, IMAGE_SIZES["small"]
-            self._event(current, "Normal", "Pulled", messages.pulled(container["image"], took, size))
-            self._event(current, "Normal", "Created", messages.created_container(container["name"]))
-            self._event(current, "Normal", "Started", messages.started_container(container["name"]))
-        now, uid = rfc3339(self.clock), current["metadata"]["uid"]
+        run = self.runs.get(current["metadata"]["uid"])
+        if run is None:
+            return
+        for container in ephemeral.unstarted(current):
+            if container["name"] not in run.ephemeral:
+                run.ephemeral.add(container["name"])
+                self._event(current, "Normal", "Pulling", messages.pulling(container["image"]))
+                took = self.timings.pull_small
+                self._later(run, took, functools.partial(self._ephemeral_pulled, current, container, took))
 
-        def started(p: Obj) -> None:
-            statuses = p["status"].setdefault("ephemeralContainerStatuses", [])
-            for container in added:
-                # ephemeral containers are never ready and never restarted (EphemeralContainerCommon)
-                status = containers.running(container, now, 0, {}, uid=uid)
-                statuses.append({**status, "ready": False, "started": False, "lastState": {}})
-
-        self.store.mutate("pods", current["metadata"]["namespace"], current["metadata"]["name"], started)
+    def _ephemeral_pulled(self, pod: Obj, container: Obj, took: float) -> None:
+        current = self._current(pod)
+        if current is None or current["metadata"].get("deletionTimestamp"):
+            return
+        size = IMAGE_SIZES["small"]
+        self._event(current, "Normal", "Pulled", messages.pulled(container["image"], took, size))
+        self._event(current, "Normal", "Created", messages.created_container(container["name"]))
+        self._event(current, "Normal", "Started", messages.started_container(container["name"]))
+        status = containers.running(container, rfc3339(self.clock), 0, {}, uid=current["metadata"]["uid"])
+        # ephemeral containers are never ready and never restarted (EphemeralContainerCommon)
+        entry = {**status, "ready": False, "started": False, "lastState": {}}
+        meta = current["metadata"]
+        self.store.mutate(
+            "pods",
+            meta["namespace"],
+            meta["name"],
+            lambda p: p["status"].setdefault("ephemeralContainerStatuses", []).append(entry),
+        )
 
     def _behaviour(self, pod: Obj, container: Obj) -> containers.Behaviour:
         """The container's behaviour on its node: memory is capped by its limit, else by what the node
