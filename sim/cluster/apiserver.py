@@ -27,6 +27,7 @@ from sim.cluster import (
     apply,
     bodies,
     discovery,
+    ephemeral,
     errors,
     events,
     eviction,
@@ -116,6 +117,8 @@ class ApiServer:
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
             return await self._dispatch(request)
+        except errors.PathNotFound:
+            return web.Response(status=404, text=errors.PAGE_NOT_FOUND)
         except errors.ApiError as err:
             return web.json_response(err.status(), status=err.code, headers=err.headers)
         except Exception:
@@ -376,7 +379,7 @@ class ApiServer:
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(ref(target))
         updated = self.split_subresource(target, current, obj)
-        stored = self.commit_update(res, current, updated, dry_run=is_dry_run(request))
+        stored = self.commit_update(res, current, updated, dry_run=is_dry_run(request), target=target)
         return self.respond(request, res, stored, warnings=warnings)
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
@@ -412,7 +415,7 @@ class ApiServer:
         if rv and rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(ref(target))
         updated = self.split_subresource(target, current, obj)
-        stored = self.commit_update(res, current, updated, dry_run=is_dry_run(request))
+        stored = self.commit_update(res, current, updated, dry_run=is_dry_run(request), target=target)
         return self.respond(request, res, stored, warnings=warnings)
 
     def apply_create(self, request: web.Request, target: Target, applied: Obj, manager: str) -> web.Response:
@@ -422,10 +425,19 @@ class ApiServer:
         collection = Target(target.resource, target.namespace, "", "")
         return self.create(request, collection, obj)
 
-    def commit_update(self, res: Resource, current: Obj, updated: Obj, *, dry_run: bool = False) -> Obj:
+    def commit_update(
+        self,
+        res: Resource,
+        current: Obj,
+        updated: Obj,
+        *,
+        dry_run: bool = False,
+        target: Target | None = None,
+    ) -> Obj:
         if updated == current:
             return current
-        self.validate(res, updated, current)
+        if not (target and target.subresource == ephemeral.SUBRESOURCE):  # ephemeral.accept validated it
+            self.validate(res, updated, current)
         if dry_run:
             updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             return updated
@@ -437,6 +449,8 @@ class ApiServer:
             merged = copy.deepcopy(current)
             merged["status"] = obj.get("status", {})
             return merged
+        if target.subresource == ephemeral.SUBRESOURCE:
+            return ephemeral.accept(current, obj)
         if target.subresource:
             raise errors.method_not_allowed()
         if "status" in current:
@@ -653,14 +667,14 @@ def parse_target(parts: list[str]) -> Target:
     if len(rest) >= 3 and rest[0] == "namespaces":
         namespace, rest = rest[1], rest[2:]
     if not rest:
-        raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise errors.PathNotFound()
     res = resources.lookup(group, version, rest[0])
     if res is None or (namespace and not res.namespaced):
-        raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise errors.PathNotFound()
     name = rest[1] if len(rest) > 1 else ""
     sub = rest[2] if len(rest) > 2 else ""
     if sub and sub not in res.subresources:
-        raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise errors.PathNotFound()
     return Target(res, namespace, name, sub)
 
 

@@ -120,9 +120,7 @@ class Autoscaler:
             self._pod_event(
                 pod,
                 "NotTriggerScaleUp",
-                messages.not_triggered_scale_up(reasons[pod["metadata"]["uid"]])
-                if reasons[pod["metadata"]["uid"]]
-                else "pod didn't trigger scale-up:",
+                messages.not_triggered_scale_up(reasons[pod["metadata"]["uid"]]),
             )
 
     def _after_upcoming(self, pending: list[Obj]) -> list[Obj]:
@@ -176,6 +174,11 @@ class Autoscaler:
         new_size = min(pool.target_size + needed, pool.max_size)
         group = pool.group_id()
         state = self.state(pool.name)
+        old = pool.target_size
+        # executor.go announces the new size before asking the cloud, then says whether it was set.
+        self._status_event(
+            "Normal", "ScaledUpGroup", messages.scaled_up_group(group, new_size, old, pool.max_size)
+        )
         if pool.name in self.faults.stockout:
             self._fail_group(pool, "RESOURCE_POOL_EXHAUSTED", messages.STOCKOUT_MESSAGE)
             self._status_event(
@@ -188,11 +191,10 @@ class Autoscaler:
                     pod, "FailedScaleUp", messages.gke_failed_scale_up(pool.zone), type_="Warning"
                 )
             return False
-        old = pool.target_size
-        self._status_event(
-            "Normal", "ScaledUpGroup", messages.scaled_up_group(group, new_size, old, pool.max_size)
-        )
         self.registry.set_size(pool.name, new_size)
+        self._status_event(
+            "Normal", "ScaledUpGroup", messages.scaled_up_group_done(group, new_size, old, pool.max_size)
+        )
         state.last_scale_up = self.last_scale_up = self.now()
         info = messages.scale_up_info(group, old, new_size, pool.max_size)
         for pod in pods:

@@ -10,17 +10,17 @@ from typing import Any
 
 from aiohttp import web
 
-from sim.cluster import resources
+from sim.cluster import messages, resources
 from sim.cluster.resources import Resource
 
 VERSION = {
     "major": "1",
-    "minor": "32",
-    "gitVersion": "v1.32.4-gke.1000",
+    "minor": messages.MINOR,
+    "gitVersion": messages.GIT_VERSION,
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
     "buildDate": "2026-01-01T00:00:00Z",
-    "goVersion": "go1.23.8",
+    "goVersion": messages.GO_VERSION,
     "compiler": "gc",
     "platform": "linux/amd64",
 }

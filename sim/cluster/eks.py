@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from sim.clock import EPOCH, Clock
-from sim.cluster import pools
+from sim.cluster import messages, pools
 from sim.cluster.pools import EKS, NodePool, PoolExists, PoolNotFound, PoolRegistry, Taint
 
 logger = logging.getLogger(__name__)
@@ -27,8 +27,8 @@ JsonDict = dict[str, Any]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 ACCOUNT_ID = "123456789012"
-KUBERNETES_VERSION = "1.32"
-RELEASE_VERSION = "1.32.3-20250519"
+KUBERNETES_VERSION = messages.EKS_VERSION
+RELEASE_VERSION = messages.EKS_RELEASE_VERSION
 TAINT_EFFECTS = {
     "NO_SCHEDULE": "NoSchedule",
     "PREFER_NO_SCHEDULE": "PreferNoSchedule",

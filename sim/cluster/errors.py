@@ -41,6 +41,19 @@ class ApiError(Exception):
         return body
 
 
+PAGE_NOT_FOUND = "404 page not found\n"
+"""net/http NotFound, what the apiserver's NotFoundHandler (staging/src/k8s.io/apiserver/pkg/util/
+notfoundhandler/not_found_handler.go, k8s v1.32.10) answers for a path nothing serves, in text/plain;
+client-go then reports `the server could not find the requested resource`."""
+
+
+class PathNotFound(ApiError):
+    """No resource or subresource at this path: answered as plain text, not as a Status."""
+
+    def __init__(self) -> None:
+        super().__init__(404, "NotFound", "the server could not find the requested resource")
+
+
 @dataclass
 class ResourceRef:
     group: str

@@ -14,7 +14,8 @@ from typing import Any
 from sim.cluster import disruption, errors
 from sim.cluster.store import Obj, Store, rfc3339
 
-# Status texts from pkg/registry/core/pod/storage/eviction.go at v1.32.4.
+# Status texts from pkg/registry/core/pod/storage/eviction.go, same at v1.32.4 and v1.32.10 (the pinned
+# messages.KUBERNETES_VERSION; read in openshift/microshift a8a16776fa deps/github.com/openshift/kubernetes).
 TOO_MANY_REQUESTS = "Cannot evict pod as it would violate the pod's disruption budget."
 MORE_THAN_ONE = (
     "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."

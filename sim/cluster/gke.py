@@ -21,6 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from sim.clock import EPOCH, Clock
+from sim.cluster import messages
 from sim.cluster.pools import GKE, NodePool, PoolExists, PoolNotFound, PoolRegistry, Taint
 
 logger = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 OPERATION_SECONDS = 0.0
 """Default simulated seconds an Operation stays RUNNING; each extra RUNNING poll costs gcloud 5 s."""
 
-MASTER_VERSION = "1.32.4-gke.1000"
+MASTER_VERSION = messages.GKE_VERSION
 DEFAULT_MACHINE_TYPE = "e2-medium"
 DEFAULT_DISK_SIZE_GB = 100
 DEFAULT_OAUTH_SCOPES = [

@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.cluster import containers, events, fit, logs, messages, scripts
+from sim.cluster import containers, ephemeral, events, fit, logs, messages, scripts
 from sim.cluster.config import Timings, doubling
 from sim.cluster.store import Change, Obj, Store, rfc3339
 
@@ -52,6 +52,8 @@ class PodRun:
     crashes: int = 0
     stopping: bool = False
     timers: list[Any] = field(default_factory=list)
+    ephemeral: set[str] = field(default_factory=set)
+    """Ephemeral containers being pulled and started."""
 
 
 class Kubelets:
@@ -96,6 +98,8 @@ class Kubelets:
             run = PodRun(uid, node)
             self.runs[uid] = run
             self._later(run, 0.0, lambda: self._start_pod(pod))
+        elif pod["status"].get("phase") == "Running" and ephemeral.unstarted(pod):
+            self._later(self.runs[uid], 0.0, lambda: self._start_ephemeral(pod))
         elif pod["metadata"].get("deletionTimestamp"):
             run = self.runs.get(uid) or PodRun(uid, node)
             self.runs[uid] = run
@@ -196,12 +200,11 @@ class Kubelets:
         if run is None or current is None or current["metadata"].get("deletionTimestamp"):
             return
         image = current["spec"]["containers"][0]["image"]
+        detail = messages.pull_not_found_detail(image)
         run.pull_failures += 1
-        self._event(
-            current, "Warning", "Failed", messages.pull_failed(image, messages.pull_not_found_detail(image))
-        )
+        self._event(current, "Warning", "Failed", messages.pull_failed(image, detail))
         self._event(current, "Warning", "Failed", messages.ERR_IMAGE_PULL)
-        self._set_waiting(current, "ErrImagePull", f"failed to pull image {image!r}")
+        self._set_waiting(current, "ErrImagePull", detail)
         backoff = doubling(
             self.timings.crash_backoff_initial, self.timings.crash_backoff_max, run.pull_failures - 1
         )
@@ -212,7 +215,7 @@ class Kubelets:
                 return
             self._event(now_pod, "Normal", "BackOff", messages.back_off_pulling(image))
             self._event(now_pod, "Warning", "Failed", messages.IMAGE_PULL_BACKOFF)
-            self._set_waiting(now_pod, "ImagePullBackOff", messages.back_off_pulling(image))
+            self._set_waiting(now_pod, "ImagePullBackOff", messages.back_off_pulling_waiting(image, detail))
             self._later(run, backoff, lambda: self._pull(now_pod))
 
         self._later(run, 1.0, back_off)
@@ -257,6 +260,40 @@ class Kubelets:
         first = self._behaviour(current, current["spec"]["containers"][0])
         if first.runs_for is not None:
             self._later(run, first.runs_for, lambda: self._exited(current, first))
+
+    def _start_ephemeral(self, pod: Obj) -> None:
+        """`kubectl debug` added containers: pull (the debug images are small), create, start."""
+        current = self._current(pod)
+        if current is None or current["metadata"].get("deletionTimestamp"):
+            return
+        run = self.runs.get(current["metadata"]["uid"])
+        if run is None:
+            return
+        for container in ephemeral.unstarted(current):
+            if container["name"] not in run.ephemeral:
+                run.ephemeral.add(container["name"])
+                self._event(current, "Normal", "Pulling", messages.pulling(container["image"]))
+                took = self.timings.pull_small
+                self._later(run, took, functools.partial(self._ephemeral_pulled, current, container, took))
+
+    def _ephemeral_pulled(self, pod: Obj, container: Obj, took: float) -> None:
+        current = self._current(pod)
+        if current is None or current["metadata"].get("deletionTimestamp"):
+            return
+        size = IMAGE_SIZES["small"]
+        self._event(current, "Normal", "Pulled", messages.pulled(container["image"], took, size))
+        self._event(current, "Normal", "Created", messages.created_container(container["name"]))
+        self._event(current, "Normal", "Started", messages.started_container(container["name"]))
+        status = containers.running(container, rfc3339(self.clock), 0, {}, uid=current["metadata"]["uid"])
+        # ephemeral containers are never ready and never restarted (EphemeralContainerCommon)
+        entry = {**status, "ready": False, "started": False, "lastState": {}}
+        meta = current["metadata"]
+        self.store.mutate(
+            "pods",
+            meta["namespace"],
+            meta["name"],
+            lambda p: p["status"].setdefault("ephemeralContainerStatuses", []).append(entry),
+        )
 
     def _behaviour(self, pod: Obj, container: Obj) -> containers.Behaviour:
         """The container's behaviour on its node: memory is capped by its limit, else by what the node
@@ -351,8 +388,9 @@ class Kubelets:
         meta = current["metadata"]
         waiting = {
             "reason": "CrashLoopBackOff",
-            "message": f"back-off {messages.go_duration(backoff)} restarting failed container={name} "
-            f"pod={meta['name']}_{meta['namespace']}({meta['uid']})",
+            "message": messages.crash_loop_waiting(
+                backoff, name, meta["name"], meta["namespace"], meta["uid"]
+            ),
         }
 
         def crashed(p: Obj) -> None:
@@ -361,7 +399,7 @@ class Kubelets:
                 if c["type"] in ("Ready", "ContainersReady"):
                     c.update(
                         status="False",
-                        reason="ContainersNotReady",
+                        reason=messages.CONTAINERS_NOT_READY,
                         message=messages.containers_not_ready([name]),
                         lastTransitionTime=now,
                     )
@@ -399,7 +437,9 @@ class Kubelets:
                     c.update(status="False", lastTransitionTime=now)
                     if c["type"] != "PodReadyToStartContainers":
                         # pkg/kubelet/status/generate.go generate*ConditionForTerminalPhase
-                        c.update(reason="PodCompleted" if phase == "Succeeded" else "PodFailed")
+                        c.update(
+                            reason=messages.POD_COMPLETED if phase == "Succeeded" else messages.POD_FAILED
+                        )
             for status in p["status"]["containerStatuses"]:
                 ended = containers.terminated(status, terminated)
                 status.update(ready=False, started=False, state={"terminated": ended})

@@ -1,36 +1,60 @@
-"""Every upstream message the simulated controllers emit, each with the source it copies.
+"""The one table of upstream versions and of every message the simulated controllers emit.
 
-Kept in one place so a change upstream is one edit, and so tests can compare against the same strings
-a real cluster prints in `kubectl describe`.
+Upgrading the sim's Kubernetes is this file: the pinned versions below, and each string re-checked at the
+new tags. Every string was compared byte for byte with kubernetes/kubernetes v1.32.10 as two vendored
+copies of that tag hold it (openshift/microshift a8a16776fa deps/github.com/openshift/kubernetes, and
+kubeedge/kubeedge v1.23.0 vendor/k8s.io/kubernetes, github.com/kubeedge/kubernetes v1.32.10-kubeedge1),
+and with kubernetes/autoscaler at tag cluster-autoscaler-1.32.5 (whose go.mod requires k8s v1.32.10).
+Paths below are relative to those roots; "k8s" is kubernetes/kubernetes, "CA" kubernetes/autoscaler
+cluster-autoscaler/.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-# -- kube-scheduler: pkg/scheduler/framework/types.go, plugins/* ------------------------------------
-SCHEDULER = "default-scheduler"
-NO_NODES_AVAILABLE = "no nodes available to schedule pods"  # framework.ErrNoNodesAvailable
-PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"  # defaultpreemption
-NO_PREEMPTION_VICTIMS = "No preemption victims found for incoming pod"  # defaultpreemption
-NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"  # nodeaffinity.ErrReasonPod
-NODE_UNSCHEDULABLE = "node(s) were unschedulable"  # nodeunschedulable.ErrReasonUnschedulable
-NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"  # nodename.ErrReason
-TOO_MANY_PODS = "Too many pods"  # noderesources/fit.go fitsRequest
+# -- pinned versions -------------------------------------------------------------------------------
+KUBERNETES_VERSION = "v1.32.10"  # the k8s tag every string below was checked at
+CLUSTER_AUTOSCALER_VERSION = "1.32.5"  # CA version/version.go ClusterAutoscalerVersion at that tag
+GO_VERSION = "go1.24.9"  # .go-version of the v1.32.10 tree in openshift/microshift a8a16776fa
+PROVIDER_SUFFIX = "-gke.1000"  # a GKE build of that release, as GKE's nodes and /version name it
+GIT_VERSION = KUBERNETES_VERSION + PROVIDER_SUFFIX
+"""What /version, kubeletVersion and the GKE API report: `v1.32.10-gke.1000`."""
+MINOR = KUBERNETES_VERSION.lstrip("v").split(".")[1]
+GKE_VERSION = GIT_VERSION.lstrip("v")  # GKE's masterVersion / node pool version drop the `v`
+EKS_VERSION = "1." + MINOR  # EKS names a cluster's Kubernetes by minor only
+EKS_RELEASE_VERSION = KUBERNETES_VERSION.lstrip("v") + "-20250519"  # AMI release: `<k8s>-<build date>`
+
+
+# -- kube-scheduler (k8s v1.32.10) -----------------------------------------------------------------
+SCHEDULER = "default-scheduler"  # staging/src/k8s.io/api/core/v1/types.go DefaultSchedulerName
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"  # pkg/scheduler/scheduler.go ErrNoNodesAvailable
+# pkg/scheduler/framework/preemption/preemption.go Preempt (absent nodes' status)
+PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+# pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go SelectVictimsOnNode
+NO_PREEMPTION_VICTIMS = "No preemption victims found for incoming pod"
+# pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go ErrReasonPod
+NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+# pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go ErrReasonUnschedulable
+NODE_UNSCHEDULABLE = "node(s) were unschedulable"
+NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"  # plugins/nodename/node_name.go ErrReason
+TOO_MANY_PODS = "Too many pods"  # plugins/noderesources/fit.go fitsRequest
 
 
 def untolerated_taint(key: str, value: str) -> str:
-    """tainttoleration: `node(s) had untolerated taint {%s: %s}`, with the value, not the effect."""
+    """plugins/tainttoleration/taint_toleration.go: `node(s) had untolerated taint {%s: %s}`, with the
+    value, not the effect."""
     return f"node(s) had untolerated taint {{{key}: {value}}}"
 
 
 def insufficient(resource: str) -> str:
-    """noderesources/fit.go: `Insufficient %v`."""
+    """plugins/noderesources/fit.go fitsRequest: `Insufficient %v`."""
     return f"Insufficient {resource}"
 
 
 def histogram(reasons: Iterable[str]) -> str:
-    """`%v %v` per reason, sorted as whole strings (so "10 ..." sorts before "2 ..."), joined by ", "."""
+    """framework/types.go FitError.Error: `%v %v` per reason, sort.Strings'd whole ("10 ..." before "2 ..."),
+    joined by ", "."""
     counts: dict[str, int] = {}
     for reason in reasons:
         counts[reason] = counts.get(reason, 0) + 1
@@ -38,24 +62,28 @@ def histogram(reasons: Iterable[str]) -> str:
 
 
 def fit_error(total_nodes: int, reasons: Iterable[str], preemption_reasons: Iterable[str]) -> str:
-    """FitError.Error(): `0/N nodes are available: <hist>. preemption: 0/N nodes are available: <hist>..`."""
+    """framework/types.go FitError.Error: `0/%v nodes are available:` + ` %v.` (filter histogram) + ` %v`
+    (PostFilterMsg, with no dot of its own), where default_preemption.go PostFilter's message is
+    `preemption: ` + another FitError over the same nodes: so the whole ends in a single `.`."""
     preemption = f"0/{total_nodes} nodes are available: {histogram(preemption_reasons)}."
-    return f"0/{total_nodes} nodes are available: {histogram(reasons)}. preemption: {preemption}."
+    return f"0/{total_nodes} nodes are available: {histogram(reasons)}. preemption: {preemption}"
 
 
 def successfully_assigned(namespace: str, name: str, node: str) -> str:
-    return f"Successfully assigned {namespace}/{name} to {node}"  # schedule_one.go
+    # pkg/scheduler/schedule_one.go handleBindingCycle: `Successfully assigned %v/%v to %v`
+    return f"Successfully assigned {namespace}/{name} to {node}"
 
 
-# -- kubelet: pkg/kubelet/images/image_manager.go, kuberuntime/kuberuntime_container.go ---------
+# -- kubelet (k8s v1.32.10): pkg/kubelet/images/image_manager.go EnsureImageExists ----------------
 KUBELET = "kubelet"
 
 
 def pulling(image: str) -> str:
-    return f'Pulling image "{image}"'
+    return f'Pulling image "{image}"'  # `Pulling image %q`
 
 
 def pulled(image: str, seconds: float, size_bytes: int) -> str:
+    """`Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.`"""
     took = go_duration(seconds)
     return (
         f'Successfully pulled image "{image}" in {took} ({took} including waiting). '
@@ -64,15 +92,17 @@ def pulled(image: str, seconds: float, size_bytes: int) -> str:
 
 
 def already_present(image: str) -> str:
+    # `Container image %q already present on machine`
     return f'Container image "{image}" already present on machine'
 
 
 def pull_failed(image: str, detail: str) -> str:
-    return f'Failed to pull image "{image}": {detail}'
+    return f'Failed to pull image "{image}": {detail}'  # `Failed to pull image %q: %v`
 
 
 def pull_not_found_detail(image: str) -> str:
-    """containerd's answer for a missing repository or tag, as kubelet wraps it."""
+    """containerd's answer for a missing repository or tag (its CRI error, which kubelet passes on
+    unchanged: evalCRIPullErr's fallback returns err.Error())."""
     ref = image if ":" in image.rsplit("/", 1)[-1] or "@" in image else f"{image}:latest"
     return (
         f'rpc error: code = NotFound desc = failed to pull and unpack image "{ref}": '
@@ -80,37 +110,65 @@ def pull_not_found_detail(image: str) -> str:
     )
 
 
+# kuberuntime/kuberuntime_container.go startContainer: `Error: %v` of the pull error, whose text is
+# pkg/kubelet/images/types.go ErrImagePull / ErrImagePullBackOff
 ERR_IMAGE_PULL = "Error: ErrImagePull"
 IMAGE_PULL_BACKOFF = "Error: ImagePullBackOff"
 
 
 def back_off_pulling(image: str) -> str:
-    return f'Back-off pulling image "{image}"'
+    return f'Back-off pulling image "{image}"'  # `Back-off pulling image %q`
 
 
+def back_off_pulling_waiting(image: str, detail: str) -> str:
+    """The ImagePullBackOff waiting message: `%s: %s` of the back-off text and the stored
+    prevPullErrMsg, itself `%s: %s` of ErrImagePull and the pull error's text."""
+    return f"{back_off_pulling(image)}: ErrImagePull: {detail}"
+
+
+# -- kubelet (k8s v1.32.10): pkg/kubelet/kuberuntime/kuberuntime_container.go ----------------------
 def created_container(name: str) -> str:
-    return f"Created container: {name}"
+    return f"Created container: {name}"  # startContainer `Created container: %v`
 
 
 def started_container(name: str) -> str:
-    return f"Started container {name}"
+    return f"Started container {name}"  # startContainer `Started container %v`
 
 
 def stopping_container(name: str) -> str:
-    return f"Stopping container {name}"
+    return f"Stopping container {name}"  # killContainer `Stopping container %s`
+
+
+def pod_desc(pod: str, namespace: str, uid: str) -> str:
+    return f"{pod}_{namespace}({uid})"  # pkg/kubelet/util/format/pod.go PodDesc `%s_%s(%s)`
 
 
 def back_off_restarting(container: str, pod: str, namespace: str, uid: str) -> str:
-    return f"Back-off restarting failed container {container} in pod {pod}_{namespace}({uid})"
+    """kuberuntime_manager.go doBackOff event: `Back-off restarting failed container %s in pod %s`."""
+    return f"Back-off restarting failed container {container} in pod {pod_desc(pod, namespace, uid)}"
+
+
+def crash_loop_waiting(seconds: float, container: str, pod: str, namespace: str, uid: str) -> str:
+    """kuberuntime_manager.go doBackOff, the CrashLoopBackOff waiting message:
+    `back-off %s restarting failed container=%s pod=%s`."""
+    return (
+        f"back-off {go_duration(seconds)} restarting failed container={container} "
+        f"pod={pod_desc(pod, namespace, uid)}"
+    )
 
 
 def containers_not_ready(names: Iterable[str]) -> str:
+    """pkg/kubelet/status/generate.go: `containers with unready status: %s` of a []string."""
     return f"containers with unready status: [{' '.join(names)}]"
 
 
-# -- pods/log, kubernetes/kubernetes. The v1.32.4 tag itself could not be read here; each source names
-# the commits read. pkg/registry/core/pod/strategy.go LogLocation / validateContainer (apiserver, 400
-# BadRequest), master 008b365; the older form prints the same for a pod without init containers.
+POD_COMPLETED = "PodCompleted"  # pkg/kubelet/status/generate.go PodCompleted
+POD_FAILED = "PodFailed"  # pkg/kubelet/status/generate.go PodFailed
+CONTAINERS_NOT_READY = "ContainersNotReady"  # pkg/kubelet/status/generate.go ContainersNotReady
+
+
+# -- pods/log (k8s v1.32.10): pkg/registry/core/pod/strategy.go LogLocation / validateContainer
+# (apiserver, 400 BadRequest); the names are every container's, ephemeral ones too (VisitContainers).
 
 
 def container_name_required(pod: str, containers: Iterable[str] = ()) -> str:
@@ -125,9 +183,9 @@ def container_not_valid(container: str, pod: str) -> str:
     return f"container {container} is not valid for pod {pod}"  # strategy.go validateContainer
 
 
-# pkg/kubelet/kubelet_pods.go validateContainerLogStatus, same wording at df5f024 (a v1.31/v1.32-era tree)
-# and master 001a80e (kubelet; the apiserver's GenericHttpResponseChecker, staging/src/k8s.io/apiserver
-# pkg/registry/generic/rest/response_checker.go, turns its 400 into a BadRequest Status carrying the text)
+# pkg/kubelet/kubelet_pods.go validateContainerLogStatus (kubelet; the apiserver's GenericHttpResponseChecker,
+# staging/src/k8s.io/apiserver/pkg/registry/generic/rest/response_checker.go, turns its 400 into a
+# BadRequest Status carrying the text)
 def container_not_available(container: str, pod: str) -> str:
     return f'container "{container}" in pod "{pod}" is not available'
 
@@ -154,78 +212,103 @@ def waiting_no_logs(container: str, pod: str) -> str:
 
 
 # pkg/apis/core/validation/validation.go ValidatePodLogOptions (apiserver, 422 Invalid on kind
-# PodLogOptions; pkg/registry/core/pod/rest/log.go), same rules and wording in every version read
+# PodLogOptions; pkg/registry/core/pod/rest/log.go)
 NOT_NEGATIVE = "must be greater than or equal to 0"  # isNegativeErrorMsg
 GREATER_THAN_ZERO = "must be greater than 0"
 ONE_OF_SINCE = "at most one of `sinceTime` or `sinceSeconds` may be specified"
 
 
-# -- node lifecycle: kubelet_node_status.go, node lifecycle controller ---------------------------
+# -- nodes (k8s v1.32.10) ----------------------------------------------------------------------------
+# pkg/kubelet/nodestatus/setters.go ReadyCondition / MemoryPressureCondition / DiskPressureCondition /
+# PIDPressureCondition: (type, reason, message) of each condition a healthy kubelet posts
+KUBELET_READY_REASON, KUBELET_NOT_READY_REASON = "KubeletReady", "KubeletNotReady"
 KUBELET_READY = "kubelet is posting ready status"
+NODE_PRESSURE_CONDITIONS = (
+    ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+)
+# pkg/kubelet/kubelet.go updateRuntimeUp `container runtime network not ready: %v` of the CRI's
+# NetworkReady condition, as containerd words it before the CNI plugin is installed
 KUBELET_NOT_READY = (
     "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
     "message:Network plugin returns error: cni plugin not initialized"
 )
-STARTING_KUBELET = "Starting kubelet."
+STARTING_KUBELET = "Starting kubelet."  # pkg/kubelet/kubelet.go BirthCry
+# pkg/kubelet/cm/node_container_manager_linux.go enforceNodeAllocatableCgroups
 ALLOCATABLE_ENFORCED = "Updated Node Allocatable limit across pods"
 
 
 def node_status_now(node: str, status: str) -> str:
-    return f"Node {node} status is now: {status}"
+    return f"Node {node} status is now: {status}"  # pkg/kubelet/kubelet_node_status.go recordNodeStatusEvent
 
 
 def registered_node(node: str) -> str:
-    return f"Node {node} event: Registered Node {node} in Controller"  # node-controller RegisteredNode
+    """pkg/controller/nodelifecycle/node_lifecycle_controller.go `Registered Node %v in Controller`, through
+    pkg/controller/util/node/controller_utils.go RecordNodeEvent `Node %s event: %s`."""
+    return f"Node {node} event: Registered Node {node} in Controller"
 
 
-# -- cluster-autoscaler: processors/status/eventing_scale_up_processor.go and friends ------------
+# -- cluster-autoscaler (CA 1.32.5) -------------------------------------------------------------------
 AUTOSCALER = "cluster-autoscaler"
-MAX_NODE_GROUP_SIZE_REACHED = "max node group size reached"  # skippedreasons.go
-IN_BACKOFF = "in backoff after failed scale-up"  # skippedreasons.go
-NOT_READY_FOR_SCALE_UP = "not ready for scale-up"  # skippedreasons.go
-MAX_TOTAL_NODES = "max total nodes in cluster reached"
+# core/scaleup/orchestrator/skippedreasons.go
+MAX_NODE_GROUP_SIZE_REACHED = "max node group size reached"  # MaxLimitReachedReason
+IN_BACKOFF = "in backoff after failed scale-up"  # BackoffReason
+NOT_READY_FOR_SCALE_UP = "not ready for scale-up"  # NotReadyReason
+MAX_TOTAL_NODES = "max total nodes in cluster reached"  # processors/status/eventing_scale_up_processor.go
 
 
 def scale_up_info(group_id: str, current: int, new: int, max_size: int) -> str:
-    """ScaleUpInfo.String(): `{%v %v->%v (max: %v)}`."""
+    """processors/nodegroupset/nodegroup_set_processor.go ScaleUpInfo.String(): `{%v %v->%v (max: %v)}`."""
     return f"{{{group_id} {current}->{new} (max: {max_size})}}"
 
 
 def triggered_scale_up(infos: Iterable[str]) -> str:
+    """processors/status/eventing_scale_up_processor.go: `pod triggered scale-up: %v` of a slice."""
     return f"pod triggered scale-up: [{' '.join(infos)}]"
 
 
 def not_triggered_scale_up(reasons: Iterable[str]) -> str:
-    """ReasonsMessage: `%d %s` per reason, joined by ", " (upstream order is a Go map's; ours is sorted)."""
+    """eventing_scale_up_processor.go: `pod didn't trigger scale-up: %s` of ReasonsMessage, `%d %s` per
+    reason joined by ", " (upstream order is a Go map's; ours is sorted). No reasons leave the space."""
     return f"pod didn't trigger scale-up: {histogram(reasons)}"
 
 
-SCALE_DOWN_POD = "deleting pod for node scale down"  # scaledown/actuation/drain.go
-SCALE_DOWN_MARKED = "marked the node as toBeDeleted/unschedulable"  # actuator.go
-SCALE_DOWN_REMOVED = "nodes removed by cluster autoscaler"  # delete_in_batch.go
+SCALE_DOWN_POD = "deleting pod for node scale down"  # core/scaledown/actuation/drain.go
+SCALE_DOWN_MARKED = "marked the node as toBeDeleted/unschedulable"  # core/scaledown/actuation/actuator.go
+SCALE_DOWN_REMOVED = "nodes removed by cluster autoscaler"  # core/scaledown/actuation/delete_in_batch.go
 
 
 def scaled_up_group(group: str, new: int, old: int, max_size: int) -> str:
+    """core/scaleup/orchestrator/executor.go, before the resize: `Scale-up: setting group %s size to %d
+    instead of %d (max: %d)`."""
     return f"Scale-up: setting group {group} size to {new} instead of {old} (max: {max_size})"
 
 
+def scaled_up_group_done(group: str, new: int, old: int, max_size: int) -> str:
+    """executor.go, once the resize call succeeded: `Scale-up: group %s size set to %d instead of %d
+    (max: %d)`."""
+    return f"Scale-up: group {group} size set to {new} instead of {old} (max: {max_size})"
+
+
 def scale_up_timed_out(group: str, seconds: float) -> str:
+    """clusterstate/clusterstate.go: `Nodes added to group %s failed to register within %v`."""
     return f"Nodes added to group {group} failed to register within {go_duration(seconds)}"
 
 
 def failed_to_scale_up(group: str, detail: str) -> str:
-    return f"Scale-up failed for group {group}: {detail}"
+    return f"Scale-up failed for group {group}: {detail}"  # executor.go `Scale-up failed for group %s: %v`
 
 
 def scale_down_empty(node: str) -> str:
-    return f'Scale-down: removing empty node "{node}"'
+    return f'Scale-down: removing empty node "{node}"'  # actuator.go `Scale-down: removing empty node %q`
 
 
 def scale_down_empty_removed(node: str) -> str:
-    return f"Scale-down: empty node {node} removed"
+    return f"Scale-down: empty node {node} removed"  # delete_in_batch.go `Scale-down: empty node %s removed`
 
 
-# GKE's managed autoscaler, seen in the field; the upstream autoscaler has no FailedScaleUp.
+# GKE's managed autoscaler, seen in the field; upstream CA 1.32.5 has no FailedScaleUp event.
 def gke_failed_scale_up(zone: str) -> str:
     return (
         f"Node scale up in zones {zone} associated with this pod failed: GCE out of resources. "
@@ -239,7 +322,7 @@ STOCKOUT_MESSAGE = (
 )
 
 
-# -- apiserver validation: pkg/apis/core/validation/validation.go ---------------------------------
+# -- apiserver validation (k8s v1.32.10): pkg/apis/core/validation/validation.go ValidateTolerations ----
 TOLERATION_EMPTY_KEY = (
     'operator must be Exists when `key` is empty, which means "match all values and all keys"'
 )
@@ -248,11 +331,14 @@ TOLERATION_EXISTS_VALUE = "value must be empty when `operator` is 'Exists'"
 
 
 def cannot_handle(kind: str, version: str, detail: str) -> str:
-    """Strict decoding failures, as the apiserver words them for a create."""
+    """staging/src/k8s.io/apiserver/pkg/endpoints/handlers/rest.go transformDecodeError:
+    `%s in version %q cannot be handled as a %s: %v`."""
     return f'{kind} in version "{version}" cannot be handled as a {kind}: {detail}'
 
 
 def strict_unknown_fields(paths: list[str]) -> str:
+    """staging/src/k8s.io/apimachinery/pkg/runtime/error.go strictDecodingError: `strict decoding error: `
+    and the field errors joined by ", " (each `unknown field %q`, from sigs.k8s.io/json)."""
     if len(paths) == 1:
         return f'strict decoding error: unknown field "{paths[0]}"'
     return "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in paths)

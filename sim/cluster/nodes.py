@@ -24,7 +24,7 @@ UNINITIALIZED_TAINT = "node.cloudprovider.kubernetes.io/uninitialized"
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
 POOL_LABEL = "cloud.google.com/gke-nodepool"
 EKS_POOL_LABEL = "eks.amazonaws.com/nodegroup"
-KUBELET_VERSION = "v1.32.4-gke.1000"
+KUBELET_VERSION = messages.GIT_VERSION
 
 
 @dataclass
@@ -245,7 +245,7 @@ class NodeController:
         ready_condition = {
             "type": "Ready",
             "status": "True" if ready else "False",
-            "reason": "KubeletReady" if ready else "KubeletNotReady",
+            "reason": messages.KUBELET_READY_REASON if ready else messages.KUBELET_NOT_READY_REASON,
             "message": messages.KUBELET_READY if ready else messages.KUBELET_NOT_READY,
             "lastHeartbeatTime": now,
             "lastTransitionTime": now,
@@ -272,16 +272,12 @@ class NodeController:
                     {
                         "type": t,
                         "status": "False",
-                        "reason": f"KubeletHas{r}",
+                        "reason": r,
                         "message": m,
                         "lastHeartbeatTime": now,
                         "lastTransitionTime": now,
                     }
-                    for t, r, m in (
-                        ("MemoryPressure", "SufficientMemory", "kubelet has sufficient memory available"),
-                        ("DiskPressure", "NoDiskPressure", "kubelet has no disk pressure"),
-                        ("PIDPressure", "SufficientPID", "kubelet has sufficient PID available"),
-                    )
+                    for t, r, m in messages.NODE_PRESSURE_CONDITIONS
                 ]
                 + [ready_condition],
                 "addresses": [
@@ -315,7 +311,7 @@ class NodeController:
                 if condition["type"] == "Ready":
                     condition.update(
                         status="True",
-                        reason="KubeletReady",
+                        reason=messages.KUBELET_READY_REASON,
                         message=messages.KUBELET_READY,
                         lastHeartbeatTime=now,
                         lastTransitionTime=now,

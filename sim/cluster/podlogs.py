@@ -224,9 +224,11 @@ def _since(options: Options, store: Store) -> float | None:
 
 
 def choose_container(pod: Obj, container: str) -> str:
-    """strategy.go validateContainer: the only container by default; a named one must exist."""
+    """strategy.go validateContainer: the only container by default; a named one must exist (ephemeral
+    ones count, as podutil.VisitContainers visits them)."""
     spec = pod["spec"]
-    names = [c["name"] for key in ("initContainers", "containers") for c in spec.get(key) or []]
+    kinds = ("initContainers", "containers", "ephemeralContainers")
+    names = [c["name"] for key in kinds for c in spec.get(key) or []]
     if container:
         if container not in names:
             raise errors.bad_request(messages.container_not_valid(container, pod["metadata"]["name"]))
@@ -262,7 +264,7 @@ def container_id(pod: Obj, container: str, *, previous: bool) -> str:
 
 
 def _status_of(pod: Obj, container: str) -> Obj | None:
-    for key in ("containerStatuses", "initContainerStatuses"):
+    for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
         for status in pod.get("status", {}).get(key) or []:
             if status.get("name") == container:
                 return dict(status)

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.cluster import messages
+
 GKE = "gke"
 EKS = "eks"
 
@@ -69,7 +71,7 @@ class NodePool:
     taints: list[Taint] = field(default_factory=list)
     zone: str = "local-a"
     created_at: float = 0.0
-    version: str = "1.32.4-gke.1000"
+    version: str = messages.GKE_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
     """What the cloud API was given and echoes back (GKE config, EKS subnets/nodeRole/tags, ...)."""
 

@@ -243,7 +243,14 @@ def _pdb(found: Fields) -> dict[str, Any]:
     return {"spec": spec}
 
 
+def _pod(raw: bytes) -> dict[str, Any]:
+    from sim.cluster import podproto  # it builds on this module's readers
+
+    return podproto.decode_pod(raw)
+
+
 OBJECT_DECODERS: dict[str, Callable[[bytes], dict[str, Any]]] = {
+    "pods": _pod,
     "namespaces": lambda raw: _object(raw, _namespace),
     "configmaps": lambda raw: _object(raw, _configmap),
     "poddisruptionbudgets": lambda raw: _object(raw, _pdb),

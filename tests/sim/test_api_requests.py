@@ -234,7 +234,7 @@ def test_a_protobuf_delete_body_is_read(sim: world.BackgroundWorld, core: client
 
 def test_other_protobuf_bodies_get_the_apiservers_415(sim: world.BackgroundWorld) -> None:
     headers = {"Content-Type": "application/vnd.kubernetes.protobuf"}
-    status, body = raw(sim, "POST", f"/api/v1/namespaces/{NS}/pods", b"k8s\x00\x0a\x00", headers)
+    status, body = raw(sim, "POST", f"/api/v1/namespaces/{NS}/events", b"k8s\x00\x0a\x00", headers)
     assert status == 415
     assert json.loads(body) == {
         "kind": "Status",
@@ -342,3 +342,17 @@ def test_a_server_fault_answers_internal_error_and_logs_the_traceback(
     (record,) = [r for r in caplog.records if r.name == "sim.cluster.apiserver"]
     assert record.exc_info is not None
     assert f"GET /api/v1/namespaces/{NS}/configmaps" in record.getMessage()
+
+
+def test_a_pod_in_protobuf_with_fields_the_sim_does_not_read_is_refused_whole(
+    sim: world.BackgroundWorld,
+) -> None:
+    """podproto reads what `kubectl debug node` sends; a pod with more (here spec.schedulerName, field 19)
+    is refused rather than stored without it."""
+    headers = {"Content-Type": "application/vnd.kubernetes.protobuf"}
+    spec = b"\x9a\x01\x02my"  # field 19 (schedulerName), length 2
+    pod = b"\x0a\x03\x0a\x01p" + b"\x12" + bytes([len(spec)]) + spec  # metadata {name: "p"}, spec
+    envelope = b"k8s\x00\x0a\x09\x0a\x02v1\x12\x03Pod\x12" + bytes([len(pod)]) + pod
+    status, body = raw(sim, "POST", f"/api/v1/namespaces/{NS}/pods", envelope, headers)
+    assert (status, json.loads(body)["reason"]) == (400, "BadRequest")
+    assert sim.pods() == []

@@ -73,7 +73,7 @@ def test_untolerated_gpu_taint_on_three_nodes() -> None:
     pod = make_pod(limits={"nvidia.com/gpu": "1"})
     assert message_for(pod, nodes) == (
         "0/3 nodes are available: 3 node(s) had untolerated taint {nvidia.com/gpu: present}. "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 
@@ -81,7 +81,7 @@ def test_insufficient_gpu_on_one_node() -> None:
     pod = make_pod(limits={"nvidia.com/gpu": "1"})
     assert message_for(pod, [make_node("cpu-1")]) == (
         "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. "
-        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.."
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
 
 
@@ -89,7 +89,7 @@ def test_empty_taint_value_prints_as_blank() -> None:
     node = make_node("n", taints=[{"key": "gpu", "effect": "NoSchedule"}])
     assert message_for(make_pod(), [node]) == (
         "0/1 nodes are available: 1 node(s) had untolerated taint {gpu: }. "
-        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.."
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
 
 
@@ -104,7 +104,7 @@ def test_mixed_resource_and_affinity_failures() -> None:
         "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, "
         "2 node(s) didn't match Pod's node affinity/selector. "
         "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
-        "2 Preemption is not helpful for scheduling.."
+        "2 Preemption is not helpful for scheduling."
     )
 
 
@@ -127,7 +127,7 @@ def test_histogram_sorts_counts_as_strings() -> None:
     assert fit.failed_scheduling_message(fits) == (
         "0/12 nodes are available: 10 node(s) didn't match Pod's node affinity/selector, 2 Insufficient cpu. "
         "preemption: 0/12 nodes are available: 10 Preemption is not helpful for scheduling, "
-        "2 No preemption victims found for incoming pod.."
+        "2 No preemption victims found for incoming pod."
     )
 
 
@@ -145,7 +145,7 @@ def test_gke_only_cpu_nodes() -> None:
     nodes = [make_node("gke-default-1"), make_node("gke-default-2")]
     assert message_for(GKE_GPU_POD, nodes) == (
         "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
-        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
 
 
@@ -158,7 +158,7 @@ def test_gke_new_gpu_node_not_ready_yet() -> None:
     assert message_for(GKE_GPU_POD, nodes) == (
         "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, "
         "2 node(s) didn't match Pod's node affinity/selector. "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 
@@ -172,7 +172,7 @@ def test_gke_gpu_node_ready_before_device_plugin() -> None:
         "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, "
         "2 node(s) didn't match Pod's node affinity/selector. "
         "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
-        "2 Preemption is not helpful for scheduling.."
+        "2 Preemption is not helpful for scheduling."
     )
 
 

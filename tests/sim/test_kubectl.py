@@ -177,7 +177,7 @@ def running_gpu_pod(sim: world.BackgroundWorld, kubectl: Kubectl, manifests: dic
 def test_version_reports_the_gke_server_without_a_skew_warning(kubectl: Kubectl) -> None:
     result = kubectl.run("version")
     assert result.returncode == 0, result.stderr
-    assert "Server Version: v1.32.4-gke.1000" in result.stdout
+    assert "Server Version: v1.32.10-gke.1000" in result.stdout
     assert "Client Version: v1.32" in result.stdout
     assert "WARNING" not in result.stderr
 
@@ -188,7 +188,7 @@ def test_get_nodes_lists_the_two_ready_default_pool_nodes(kubectl: Kubectl) -> N
     assert len(rows) == 2
     for name, status, roles, age, version in rows:
         assert re.fullmatch(r"gke-demo-default-pool-[0-9a-f]{8}-[0-9a-z]{4}", name)
-        assert (status, roles, age, version) == ("Ready", "<none>", "0s", "v1.32.4-gke.1000")
+        assert (status, roles, age, version) == ("Ready", "<none>", "0s", "v1.32.10-gke.1000")
 
 
 def test_get_nodes_wide_shows_addresses_os_and_runtime(kubectl: Kubectl) -> None:
@@ -367,7 +367,7 @@ def test_describe_pod_shows_scale_up_events_in_order(
     assert (
         "FailedScheduling",
         "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
-        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling..",
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
     ) in messages
     assert ("Scheduled", f"Successfully assigned default/gpu-pod to {running_gpu_pod}") in messages
     assert ("Pulling", f'Pulling image "{image}"') in messages

@@ -122,18 +122,18 @@ def advance_until(
 # -- scenarios -------------------------------------------------------------------------------
 UNMATCHED_DEFAULT_POOL = (
     "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
-    "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+    "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 )
 NOT_READY_NODE = (
     "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, "
     "2 node(s) didn't match Pod's node affinity/selector. "
-    "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+    "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
 )
 GPU_NOT_YET_ALLOCATABLE = (
     "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, "
     "2 node(s) didn't match Pod's node affinity/selector. "
     "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
-    "2 Preemption is not helpful for scheduling.."
+    "2 Preemption is not helpful for scheduling."
 )
 
 
@@ -232,7 +232,8 @@ def test_seed_scenario_scales_from_zero_runs_and_scales_back_to_zero(
 
     # Exactly one scale-up: the unready node (NotReady, then Ready without GPUs) counted as upcoming.
     assert len(with_reason(core, "gpu-pod", "TriggeredScaleUp")) == 1
-    assert [e.count for e in status_events(core, "ScaledUpGroup")] == [1]
+    # executor.go: one "setting group" before the resize and one "size set" after it, each once
+    assert [e.count for e in status_events(core, "ScaledUpGroup")] == [1, 1]
     assert len(pool_nodes(core)) == 1 and target_size(sim) == 1
 
     core.delete_namespaced_pod("gpu-pod", "default")
@@ -313,14 +314,14 @@ def test_pods_pending_together_get_one_scale_up_sized_for_them(
     sim.advance(40, step=5)
     info = f"pod triggered scale-up: [{{{group_id(sim)} 0->{expected} (max: 5)}}]"
     assert [e.message for n in names for e in with_reason(core, n, "TriggeredScaleUp")] == [info] * count
-    assert len(status_events(core, "ScaledUpGroup")) == 1 and target_size(sim) == expected
+    assert len(status_events(core, "ScaledUpGroup")) == 2 and target_size(sim) == expected
 
     sim.advance(600, step=5)
     placed = [core.read_namespaced_pod(n, "default") for n in names]
     running = [p for p in placed if p.status.phase == "Running"]
     assert len(running) == expected == len(pool_nodes(core))
     assert len({p.spec.node_name for p in running}) == expected, "one 1-GPU pod per 1-GPU node"
-    assert len(status_events(core, "ScaledUpGroup")) == 1
+    assert len(status_events(core, "ScaledUpGroup")) == 2
     for left in (p for p in placed if p.status.phase != "Running"):
         [told] = with_reason(core, left.metadata.name, "NotTriggerScaleUp")
         assert told.message == "pod didn't trigger scale-up: 1 max node group size reached"

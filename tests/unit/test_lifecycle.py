@@ -15,7 +15,7 @@ GROUP = (
 )
 NO_NODE = (
     "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. preemption: "
-    "0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+    "0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 )
 
 

@@ -36,10 +36,13 @@ def test_a_broken_start_is_due_after_the_limit_and_a_hopeless_one_at_once(
     assert starts.is_due(starts.Start(reason, "", since), now, LIMIT) is due
 
 
-PULL_EVENT = (
-    'Failed to pull image "foo:bar": rpc error: code = NotFound desc = failed to pull and unpack image '
+PULL_DETAIL = (
+    "rpc error: code = NotFound desc = failed to pull and unpack image "
     '"docker.io/library/foo:bar": failed to resolve reference "docker.io/library/foo:bar": not found'
 )
+PULL_EVENT = f'Failed to pull image "foo:bar": {PULL_DETAIL}'
+"""The kubelet's Failed event; the ErrImagePull waiting message is the runtime's error alone
+(image_manager.go)."""
 
 
 @pytest.mark.parametrize(
@@ -54,9 +57,9 @@ PULL_EVENT = (
         ),
         (
             "ErrImagePull",
-            "failed to pull image 'foo:bar'",
+            PULL_DETAIL,
             "",
-            "the image `foo:bar` could not be pulled (ErrImagePull: failed to pull image 'foo:bar')",
+            f"the image `foo:bar` could not be pulled (ErrImagePull: {starts.clip(PULL_DETAIL)})",
             "Check the image name and tag, then `/gpu run` again.",
         ),
         (
