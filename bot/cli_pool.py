@@ -73,7 +73,12 @@ POOL_DESCRIPTION = """\
 Create, show, resize or delete the GPU node pool (GKE) or nodegroup (EKS) that
 scales from zero, made from a GPU profile so its taint, labels and GPUs match the
 pods the bot creates. Everything is checked before anything changes: exit 2 means
-refused with nothing changed, 1 that the cloud failed."""
+refused with nothing changed, 1 that the cloud failed.
+
+create, set and delete wait for the cloud (minutes), with progress on stderr. Past
+GPUBOT_CLOUD_TIMEOUT_SECONDS (default 1800), or on Ctrl-C (exit 130), they stop
+waiting and print the gcloud or aws command that follows the change, which carries
+on at the cloud; a change the cloud gave up on exits 1 with its reason."""
 
 POOL_EPILOG = """\
 examples:
