@@ -72,10 +72,11 @@ HTTP_STATUS_NAMES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 409: "ALREADY_EX
 class GkeError(Exception):
     """An error the API answers with Google's JSON envelope."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, *, status: str = "") -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.status = status or HTTP_STATUS_NAMES.get(code, "FAILED_PRECONDITION")
 
 
 def not_found(resource: str) -> GkeError:
@@ -87,9 +88,8 @@ def invalid(message: str) -> GkeError:
 
 
 def error_response(error: GkeError) -> web.Response:
-    status = HTTP_STATUS_NAMES.get(error.code, "FAILED_PRECONDITION")
     return web.json_response(
-        {"error": {"code": error.code, "message": error.message, "status": status}}, status=error.code
+        {"error": {"code": error.code, "message": error.message, "status": error.status}}, status=error.code
     )
 
 
@@ -440,6 +440,15 @@ class GkeApi:
         `apply` gets the Operation's running time, for the changes that take effect only when it is DONE.
         """
         now = self.clock.now()
+        running = next((op for op in self.operations.values() if op.running(now)), None)
+        if running is not None:
+            # One change at a time per cluster: 400 FAILED_PRECONDITION, "googleapi: Error 400: Cluster is
+            # running incompatible operation operation-1718024305921-fd4f65ea-….", rancher/gke-operator#509.
+            raise GkeError(
+                400,
+                f"Cluster is running incompatible operation {running.name}.",
+                status="FAILED_PRECONDITION",
+            )
         seconds = self.operation_seconds(operation_type)
         name = f"operation-{int((EPOCH.timestamp() + now) * 1000)}-{next(self._sequence):08x}"
         operation = Operation(

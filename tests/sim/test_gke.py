@@ -246,6 +246,23 @@ def test_updates_reconcile_and_deletes_stop_before_the_pool_is_gone(server: Serv
     assert done.status == container_v1.Operation.Status.DONE
 
 
+def test_one_operation_at_a_time(server: Server) -> None:
+    client = client_for(server)
+    server.api.timings.gke_pool_create = 30
+    creating = client.create_node_pool(parent=PARENT, node_pool=seed_pool())
+    with pytest.raises(exceptions.BadRequest) as refused:
+        client.set_node_pool_size(request={"name": POOL, "node_count": 2})
+    assert refused.value.response.json()["error"] == {
+        "code": 400,
+        "message": f"Cluster is running incompatible operation {creating.name}.",
+        "status": "FAILED_PRECONDITION",
+    }
+    assert server.registry.get("gpu-pool").target_size == 0 and len(server.api.operations) == 1
+    server.clock.advance(30)
+    client.set_node_pool_size(request={"name": POOL, "node_count": 2})
+    assert server.registry.get("gpu-pool").target_size == 2
+
+
 @pytest.mark.parametrize(
     ("machine", "accelerator", "message"),
     [
