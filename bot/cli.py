@@ -156,6 +156,12 @@ def add_sim_parser(sub: Any) -> None:
         "(gcloud container node-pools create, or gpubot pool create)",
     )
     sim_cmd.add_argument(
+        "--instant-cloud",
+        action="store_true",
+        help="GKE operations and EKS nodegroup changes finish at once (default: they take minutes of "
+        "simulated time, as at the clouds: a node pool is PROVISIONING for 2 minutes)",
+    )
+    sim_cmd.add_argument(
         "--state-dir",
         type=Path,
         default=None,
@@ -240,6 +246,7 @@ def serve() -> int:
 
 
 async def run_sim(args: argparse.Namespace) -> int:
+    from sim.cluster import config as config_module
     from sim.cluster import world
 
     host, port = args.listen
@@ -252,6 +259,7 @@ async def run_sim(args: argparse.Namespace) -> int:
         speed=args.speed or None,
         gpu_pool=not args.no_gpu_pool,
         state_dir=args.state_dir,
+        timings=config_module.instant_cloud() if args.instant_cloud else config_module.Timings(),
     )
     cluster = world.World(config)
     await cluster.start()

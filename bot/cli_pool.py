@@ -2,23 +2,56 @@
 
 What a correct pool is, and what is wrong with one, comes from `bot.core.pools`; this module parses
 flags, picks the cloud's adapter and prints. Input is checked in full before any call that changes
-something, so a refused command (exit 2) leaves the cloud as it was.
+something, so a refused command (exit 2) leaves the cloud as it was. Changes take minutes at the cloud:
+their progress goes to stderr, and a wait that times out or is interrupted says how to follow the change
+there (exit 1, and 130 on Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from bot import settings as settings_module
-from bot.core import errors, pools, ports
+from bot.core import errors, operations, pools, ports
 from bot.settings import CloudSettings, SettingsError, ToolSettings
 
-REFUSED, FAILED = 2, 1
-"""Exit codes: 2 when gpubot or the cloud refused the input (nothing changed), 1 when the cloud failed."""
+REFUSED, FAILED, INTERRUPTED = 2, 1, 130
+"""Exit codes: 2 when gpubot or the cloud refused the input (nothing changed), 1 when the cloud failed or
+the wait timed out, 130 on Ctrl-C (the shell's code for SIGINT)."""
+PROGRESS_EVERY = 30.0
+"""Seconds between two progress lines while the cloud's state stays the same."""
+
+
+class Progress:
+    """`operations.Watch` for a person at a terminal: a line on the first look, on each new state, and every
+    30 s between, with the time waited so far; the last look says what to check after a Ctrl-C."""
+
+    def __init__(self, err: TextIO) -> None:
+        self.err = err
+        self.started = time.monotonic()
+        self.last: operations.Pending | None = None
+        self.printed_at = -math.inf
+
+    def __call__(self, pending: operations.Pending) -> None:
+        now = time.monotonic()
+        changed = self.last is None or pending.state != self.last.state
+        self.last = pending  # before printing: a Ctrl-C right after the line still knows the change
+        if changed or now - self.printed_at >= PROGRESS_EVERY:
+            self.printed_at = now
+            print(operations.progress_line(pending, now - self.started), file=self.err, flush=True)
+
+    def finish(self) -> None:
+        """`done in …`, only after a change that was waited for."""
+        if self.last is not None:
+            last, elapsed = self.last, time.monotonic() - self.started
+            line = operations.done_line(last.change, last.cloud, last.pool, elapsed)
+            print(line, file=self.err, flush=True)
 
 
 class Refusal(Exception):
@@ -40,7 +73,12 @@ POOL_DESCRIPTION = """\
 Create, show, resize or delete the GPU node pool (GKE) or nodegroup (EKS) that
 scales from zero, made from a GPU profile so its taint, labels and GPUs match the
 pods the bot creates. Everything is checked before anything changes: exit 2 means
-refused with nothing changed, 1 that the cloud failed."""
+refused with nothing changed, 1 that the cloud failed.
+
+create, set and delete wait for the cloud (minutes), with progress on stderr. Past
+GPUBOT_CLOUD_TIMEOUT_SECONDS (default 1800), or on Ctrl-C (exit 130), they stop
+waiting and print the gcloud or aws command that follows the change, which carries
+on at the cloud; a change the cloud gave up on exits 1 with its reason."""
 
 POOL_EPILOG = """\
 examples:
@@ -195,11 +233,22 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     """Exit 0 when done; 2 when refused with nothing changed; 1 when the cloud failed."""
     out, err = out or sys.stdout, err or sys.stderr  # read at call time, so redirected streams are used
     action, where = ACTIONS[args.pool_command], args.cluster
+    progress = Progress(err)
     try:
         tools = ToolSettings.from_env()
         where = place(args)
         manager = connect(args, cloud_settings(args, tools.cloud))
-        return action(manager, args, tools, out)
+        return action(manager, args, tools, out, progress)
+    except KeyboardInterrupt:
+        if progress.last is not None:
+            print(f"gpubot pool: {operations.interrupted_text(progress.last)}", file=err)
+        else:
+            hint = f"see what reached the cloud with `{show_command(args)}`"
+            print(f"gpubot pool: interrupted; {hint}", file=err)
+        return INTERRUPTED
+    except (errors.StillRunning, errors.OperationFailed) as failure:
+        print(f"gpubot pool: {failure.text}", file=err)
+        return FAILED
     except (Refusal, SettingsError) as refusal:
         print(f"gpubot pool: {refusal}", file=err)
         return REFUSED
@@ -220,7 +269,17 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 # -- actions ---------------------------------------------------------------------------------------
 
 
-def create(manager: ports.PoolManager, args: argparse.Namespace, tools: ToolSettings, out: TextIO) -> int:
+def show_command(args: argparse.Namespace) -> str:
+    where = [f"--cloud {args.cloud}", f"--cluster {args.cluster}", f"--name {args.name}"]
+    for flag in ("project", "location", "region"):
+        if getattr(args, flag):
+            where.append(f"--{flag} {getattr(args, flag)}")
+    return "gpubot pool show " + " ".join(where)
+
+
+def create(
+    manager: ports.PoolManager, args: argparse.Namespace, tools: ToolSettings, out: TextIO, progress: Progress
+) -> int:
     catalog = settings_module.read_profile_catalog(tools)
     name = args.profile or catalog.default
     if name not in catalog.profiles:
@@ -240,13 +299,16 @@ def create(manager: ports.PoolManager, args: argparse.Namespace, tools: ToolSett
     spec = pools.plan_pool(request)
     if isinstance(spec, pools.Refused):
         raise Refusal(spec.reason)
-    created = manager.create_pool(spec)
+    created = manager.create_pool(spec, watch=progress)
+    progress.finish()
     print(f"created {args.name} for profile {name}", file=out)
     print_pool(created, out)
     return 0
 
 
-def show(manager: ports.PoolManager, args: argparse.Namespace, tools: ToolSettings, out: TextIO) -> int:
+def show(
+    manager: ports.PoolManager, args: argparse.Namespace, tools: ToolSettings, out: TextIO, progress: Progress
+) -> int:
     pool = manager.get_pool(args.name)
     kubeconfig = args.kubeconfig or tools.cluster.kubeconfig
     nodes = count_nodes(kubeconfig, tools, args.name) if pool.current_size is None and kubeconfig else None
@@ -254,17 +316,22 @@ def show(manager: ports.PoolManager, args: argparse.Namespace, tools: ToolSettin
     return 0
 
 
-def resize(manager: ports.PoolManager, args: argparse.Namespace, tools: ToolSettings, out: TextIO) -> int:
+def resize(
+    manager: ports.PoolManager, args: argparse.Namespace, tools: ToolSettings, out: TextIO, progress: Progress
+) -> int:
     planned = pools.plan_resize(manager.get_pool(args.name), min_size=args.min_size, max_size=args.max_size)
     if isinstance(planned, pools.Refused):
         raise Refusal(planned.reason)
-    resized = manager.set_pool_size(args.name, planned)
+    resized = manager.set_pool_size(args.name, planned, watch=progress)
+    progress.finish()
     print(f"{args.name} now scales between {planned.min_size} and {planned.max_size} nodes", file=out)
     print_pool(resized, out)
     return 0
 
 
-def delete(manager: ports.PoolManager, args: argparse.Namespace, tools: ToolSettings, out: TextIO) -> int:
+def delete(
+    manager: ports.PoolManager, args: argparse.Namespace, tools: ToolSettings, out: TextIO, progress: Progress
+) -> int:
     pool = manager.get_pool(args.name)
     if not args.yes:
         if not sys.stdin.isatty():
@@ -274,12 +341,13 @@ def delete(manager: ports.PoolManager, args: argparse.Namespace, tools: ToolSett
         )
         if answer.strip() != args.name:
             raise Refusal("not confirmed; nothing deleted")
-    manager.delete_pool(args.name)
+    manager.delete_pool(args.name, watch=progress)
+    progress.finish()
     print(f"deleted {args.name}", file=out)
     return 0
 
 
-Action = Callable[[ports.PoolManager, argparse.Namespace, ToolSettings, TextIO], int]
+Action = Callable[[ports.PoolManager, argparse.Namespace, ToolSettings, TextIO, Progress], int]
 ACTIONS: dict[str, Action] = {"create": create, "show": show, "set": resize, "delete": delete}
 
 
@@ -310,7 +378,7 @@ def size_text(pool: pools.PoolView, nodes: int | str | None) -> str:
 def print_pool(pool: pools.PoolView, out: TextIO, *, nodes: int | str | None = None) -> None:
     gpus = "unknown" if pool.accelerator_count is None else str(pool.accelerator_count)
     rows = [
-        ("status", pool.status or "unknown"),
+        ("status", pools.status_text(pool)),
         ("autoscaling", f"{'on' if pool.autoscaling else 'off'}, min {pool.min_size}, max {pool.max_size}"),
         ("current size", size_text(pool, nodes)),
         ("machine", pool.machine_type + (f" ({pool.ami_type})" if pool.ami_type else "")),

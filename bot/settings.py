@@ -188,7 +188,8 @@ class CloudSettings:
     aws_region: str = ""
     """Empty: boto3's own lookup (AWS_REGION, AWS_DEFAULT_REGION, ~/.aws/config)."""
     poll_seconds: float = 5.0
-    """Between two looks at a cloud operation still running: gcloud's own poll period."""
+    """At most this long between two looks at a cloud change still running (gcloud's own poll period); the
+    first looks come sooner (0.5, 1, 2, 4 s), so a quick change is seen quickly."""
     timeout_seconds: float = 1800.0
     """How long a pool change may take before gpubot stops waiting: gcloud's node-pools create timeout."""
     provider: str = ""

@@ -110,7 +110,13 @@ def create_gpu_pool(url: str, narrator: Narrator) -> None:
         initial_node_count=0,
     )
     narrator.say("step 1: gcloud container node-pools create gpu-pool (T4, autoscaling 0..5, tainted)")
-    gke.create_node_pool(parent=parent, node_pool=pool)
+    operation = gke.create_node_pool(parent=parent, node_pool=pool)
+    name = f"projects/{world.PROJECT}/locations/{world.LOCATION}/operations/{operation.name}"
+    while operation.status != container_v1.Operation.Status.DONE:  # as gcloud waits, polling
+        time.sleep(0.2)
+        operation = gke.get_operation(name=name)
+    took = (datetime.fromisoformat(operation.end_time) - datetime.fromisoformat(operation.start_time)).seconds
+    narrator.say(f"        operation {operation.operation_type.name} DONE after {took}s of simulated time")
     got = gke.get_node_pool(name=f"{parent}/nodePools/gpu-pool")
     narrator.say(
         f"        pool {got.name}: {got.config.machine_type}, autoscaling "

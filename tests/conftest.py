@@ -12,20 +12,22 @@ from kubernetes import client
 
 from bot import app, cli_demo
 from bot.adapters import store
-from sim.cluster import world
+from sim.cluster import config, world
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import bot_settings, emulator_config, running_bot
 
 
 @pytest.fixture
 def sim() -> Iterator[world.BackgroundWorld]:
-    with world.BackgroundWorld(world.WorldConfig()) as running:
+    """Cloud operations finish at once: on a manual clock a client waiting for one would wait forever.
+    Tests of the waiting itself build their own world (tests/integration/test_pool_wait.py)."""
+    with world.BackgroundWorld(world.WorldConfig(timings=config.instant_cloud())) as running:
         yield running
 
 
 @pytest.fixture
 def sim_without_gpu_pool() -> Iterator[world.BackgroundWorld]:
-    with world.BackgroundWorld(world.WorldConfig(gpu_pool=False)) as running:
+    with world.BackgroundWorld(world.WorldConfig(gpu_pool=False, timings=config.instant_cloud())) as running:
         yield running
 
 

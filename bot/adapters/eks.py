@@ -3,13 +3,16 @@
 A managed nodegroup's own tags never reach its Auto Scaling group, and the Cluster Autoscaler reads the
 group's: so after the nodegroup is ACTIVE its group is tagged through the EC2 Auto Scaling API, and
 `get_pool` reads those tags back with the group's desired capacity (what the autoscaler moves).
+
+Creating and deleting a nodegroup take minutes: boto3's own waiters (`nodegroup_active`,
+`nodegroup_deleted`) judge each look, one attempt at a time so the caller's watch hears of every one;
+config updates have no waiter, so `describe_update` is polled.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -17,7 +20,7 @@ from typing import Any
 import boto3
 import botocore.exceptions
 
-from bot.core import errors, labels, machines, pools
+from bot.core import errors, labels, machines, operations, pools
 from bot.settings import CloudSettings
 
 logger = logging.getLogger(__name__)
@@ -131,11 +134,7 @@ class EksPools:
         autoscaling = client("autoscaling", settings.autoscaling_endpoint, settings)
         return cls(eks, autoscaling, cluster=cluster, settings=settings)
 
-    def waiter_config(self) -> dict[str, int]:
-        delay = max(1, round(self.settings.poll_seconds))
-        return {"Delay": delay, "MaxAttempts": max(1, math.ceil(self.settings.timeout_seconds / delay))}
-
-    def create_pool(self, spec: pools.PoolSpec) -> pools.PoolView:
+    def create_pool(self, spec: pools.PoolSpec, *, watch: operations.Watch | None = None) -> pools.PoolView:
         with translated():
             self.eks.create_nodegroup(
                 clusterName=self.cluster,
@@ -152,9 +151,7 @@ class EksPools:
                 labels=dict(spec.labels),
                 taints=taints_json(spec.taints),
             )
-            self.eks.get_waiter("nodegroup_active").wait(
-                clusterName=self.cluster, nodegroupName=spec.name, WaiterConfig=self.waiter_config()
-            )
+        self.wait_nodegroup("nodegroup_active", operations.Change.CREATE, spec.name, watch)
         logger.info("EKS nodegroup %s created in %s", spec.name, self.cluster)
         self.tag_group(spec.name, spec.asg_tags)
         return self.get_pool(spec.name)
@@ -190,7 +187,9 @@ class EksPools:
             group = next(iter(found.get("AutoScalingGroups") or []), None)
         return pool_view(nodegroup, group, cluster=self.cluster)
 
-    def set_pool_size(self, name: str, resize: pools.Resize) -> pools.PoolView:
+    def set_pool_size(
+        self, name: str, resize: pools.Resize, *, watch: operations.Watch | None = None
+    ) -> pools.PoolView:
         scaling = {"minSize": resize.min_size, "maxSize": resize.max_size}
         if resize.desired_size is not None:
             scaling["desiredSize"] = resize.desired_size
@@ -198,13 +197,23 @@ class EksPools:
             update = self.eks.update_nodegroup_config(
                 clusterName=self.cluster, nodegroupName=name, scalingConfig=scaling
             )["update"]
-        self.wait_update(name, str(update["id"]))
+        self.wait_update(name, str(update["id"]), watch)
         logger.info("EKS nodegroup %s scaling %d..%d", name, resize.min_size, resize.max_size)
         return self.get_pool(name)
 
-    def wait_update(self, name: str, update_id: str) -> None:
+    @property
+    def region(self) -> str:
+        return str(self.eks.meta.region_name or "")
+
+    def check(self, name: str, update_id: str = "") -> str:
+        return operations.eks_check(
+            cluster=self.cluster, nodegroup=name, region=self.region, update_id=update_id
+        )
+
+    def wait_update(self, name: str, update_id: str, watch: operations.Watch | None) -> None:
         """EKS applies a config update in the background; poll it, as there is no waiter for updates."""
-        deadline = time.monotonic() + self.settings.timeout_seconds
+        check = self.check(name, update_id)
+        started, attempt = time.monotonic(), 0
         while True:
             with translated():
                 update = self.eks.describe_update(name=self.cluster, updateId=update_id, nodegroupName=name)[
@@ -212,19 +221,70 @@ class EksPools:
                 ]
             if update.get("status") != "InProgress":
                 break
-            if time.monotonic() > deadline:
-                raise errors.Unavailable(f"EKS update {update_id} of {name} still in progress")
-            time.sleep(self.settings.poll_seconds)
+            pending = operations.Pending(operations.Change.RESIZE, "EKS", name, "InProgress", check)
+            self.pause(pending, started, attempt, watch)
+            attempt += 1
         if update.get("status") != "Successful":
             reasons = "; ".join(str(e.get("errorMessage", "")) for e in update.get("errors") or [])
-            raise errors.Invalid(
-                f"EKS update of {name} ended {update.get('status')}: {reasons or 'no reason given'}"
+            reason = f"the update ended {update.get('status')}" + (f": {reasons}" if reasons else "")
+            raise errors.OperationFailed(
+                operations.failed_text(operations.Change.RESIZE, "EKS", name, reason, check)
             )
 
-    def delete_pool(self, name: str) -> None:
+    def pause(
+        self, pending: operations.Pending, started: float, attempt: int, watch: operations.Watch | None
+    ) -> None:
+        """Between two looks: give up past the timeout, else tell the watch and sleep."""
+        waited = time.monotonic() - started
+        if waited > self.settings.timeout_seconds:
+            raise errors.StillRunning(operations.timeout_text(pending, waited))
+        if watch is not None:
+            watch(pending)
+        time.sleep(operations.next_delay(attempt, self.settings.poll_seconds))
+
+    def wait_nodegroup(
+        self, waiter_name: str, change: operations.Change, name: str, watch: operations.Watch | None
+    ) -> None:
+        """boto3's waiter judges each look (ACTIVE or gone: done; CREATE_FAILED, DELETE_FAILED: failed)."""
+        waiter = self.eks.get_waiter(waiter_name)
+        check = self.check(name)
+        started, attempt = time.monotonic(), 0
+        while True:
+            try:
+                waiter.wait(
+                    clusterName=self.cluster, nodegroupName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 1}
+                )
+                return
+            except botocore.exceptions.WaiterError as err:
+                found = (err.last_response or {}).get("nodegroup") or {}
+                if err.kwargs.get("reason") != "Max attempts exceeded":
+                    raise self.waiter_failure(change, name, err, found, check) from err
+            status = str(found.get("status", "")) or "waiting"
+            self.pause(operations.Pending(change, "EKS", name, status, check), started, attempt, watch)
+            attempt += 1
+
+    @staticmethod
+    def waiter_failure(
+        change: operations.Change,
+        name: str,
+        err: botocore.exceptions.WaiterError,
+        found: Mapping[str, Any],
+        check: str,
+    ) -> errors.GpubotError:
+        """A failure state in the cloud's words (its health issues), or the describe call's own error."""
+        if not found:
+            error = (err.last_response or {}).get("Error") or {}
+            code, message = str(error.get("Code", "")), str(error.get("Message", "")) or str(err)
+            if code in NOT_FOUND:
+                return errors.NotFound(message)
+            return errors.Unavailable(message)
+        issues = ((found.get("health") or {}).get("issues")) or []
+        said = "; ".join(f"{i.get('code', '')}: {i.get('message', '')}" for i in issues)
+        reason = f"it ended {found.get('status')}" + (f" ({said})" if said else "")
+        return errors.OperationFailed(operations.failed_text(change, "EKS", name, reason, check))
+
+    def delete_pool(self, name: str, *, watch: operations.Watch | None = None) -> None:
         with translated():
             self.eks.delete_nodegroup(clusterName=self.cluster, nodegroupName=name)
-            self.eks.get_waiter("nodegroup_deleted").wait(
-                clusterName=self.cluster, nodegroupName=name, WaiterConfig=self.waiter_config()
-            )
+        self.wait_nodegroup("nodegroup_deleted", operations.Change.DELETE, name, watch)
         logger.info("EKS nodegroup %s deleted from %s", name, self.cluster)

@@ -1,8 +1,9 @@
 """Adapter: the `PoolManager` port over google-cloud-container, for one GKE cluster's node pools.
 
 The REST transport is used everywhere: it is what the client needs to reach a plain-http endpoint (the
-sim), and it behaves the same against Google. The client does not wait for Operations, so this adapter
-polls each one until DONE, as gcloud does, and reads failures from the Operation's error.
+sim), and it behaves the same against Google. The client does not wait for Operations (a node pool's
+take minutes), so this adapter polls each one until DONE, as gcloud does, tells the caller's watch at each
+look, and reads failures from the Operation's error or status message.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from google.auth import exceptions as auth_errors
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import container_v1
 
-from bot.core import errors, machines, pools
+from bot.core import errors, machines, operations, pools
 from bot.settings import CloudSettings
 
 logger = logging.getLogger(__name__)
@@ -163,10 +164,10 @@ class GkePools:
     def pool_path(self, name: str) -> str:
         return f"{self.parent}/nodePools/{name}"
 
-    def create_pool(self, spec: pools.PoolSpec) -> pools.PoolView:
+    def create_pool(self, spec: pools.PoolSpec, *, watch: operations.Watch | None = None) -> pools.PoolView:
         with translated():
             operation = self.client.create_node_pool(parent=self.parent, node_pool=node_pool(spec))
-        self.wait(operation)
+        self.wait(operation, operations.Change.CREATE, spec.name, watch)
         logger.info("GKE node pool %s created in %s", spec.name, self.parent)
         return self.get_pool(spec.name)
 
@@ -175,7 +176,9 @@ class GkePools:
             found = self.client.get_node_pool(name=self.pool_path(name))
         return pool_view(found, cluster=self.cluster)
 
-    def set_pool_size(self, name: str, resize: pools.Resize) -> pools.PoolView:
+    def set_pool_size(
+        self, name: str, resize: pools.Resize, *, watch: operations.Watch | None = None
+    ) -> pools.PoolView:
         """GKE's own autoscaler moves the size, so only the bounds are set."""
         request = container_v1.SetNodePoolAutoscalingRequest(
             name=self.pool_path(name),
@@ -185,30 +188,42 @@ class GkePools:
         )
         with translated():
             operation = self.client.set_node_pool_autoscaling(request=request)
-        self.wait(operation)
+        self.wait(operation, operations.Change.RESIZE, name, watch)
         logger.info("GKE node pool %s autoscaling %d..%d", name, resize.min_size, resize.max_size)
         return self.get_pool(name)
 
-    def delete_pool(self, name: str) -> None:
+    def delete_pool(self, name: str, *, watch: operations.Watch | None = None) -> None:
         with translated():
             operation = self.client.delete_node_pool(name=self.pool_path(name))
-        self.wait(operation)
+        self.wait(operation, operations.Change.DELETE, name, watch)
         logger.info("GKE node pool %s deleted from %s", name, self.parent)
 
-    def wait(self, operation: container_v1.Operation) -> None:
-        """Poll until DONE; a failed Operation becomes `Invalid` with GKE's own message."""
+    def wait(
+        self,
+        operation: container_v1.Operation,
+        change: operations.Change,
+        pool: str,
+        watch: operations.Watch | None,
+    ) -> None:
+        """Poll until DONE (the first look at once, as gcloud's); a failed Operation is `OperationFailed`."""
         name = f"projects/{self.project}/locations/{self.location}/operations/{operation.name}"
-        deadline = time.monotonic() + self.settings.timeout_seconds
+        check = operations.gke_check(project=self.project, location=self.location, operation=operation.name)
+        started = time.monotonic()
+        attempt = 0
         while True:
             with translated():
                 operation = self.client.get_operation(name=name)
             if operation.status == container_v1.Operation.Status.DONE:
                 break
-            if time.monotonic() > deadline:
-                raise errors.Unavailable(
-                    f"GKE operation {operation.name} still running after {self.settings.timeout_seconds:g} s"
-                )
-            time.sleep(self.settings.poll_seconds)
+            pending = operations.Pending(change, "GKE", pool, operation.status.name, check)
+            waited = time.monotonic() - started
+            if waited > self.settings.timeout_seconds:
+                raise errors.StillRunning(operations.timeout_text(pending, waited))
+            if watch is not None:
+                watch(pending)
+            time.sleep(operations.next_delay(attempt, self.settings.poll_seconds))
+            attempt += 1
+        # gcloud reads only statusMessage, the Python client error: a failure may fill either.
         message = operation.error.message or operation.status_message
         if message:
-            raise errors.Invalid(f"GKE operation {operation.operation_type.name} failed: {message}")
+            raise errors.OperationFailed(operations.failed_text(change, "GKE", pool, message, check))

@@ -65,3 +65,19 @@ class Invalid(GpubotError):
 
 class Forbidden(Invalid):
     """Refused by policy (403): RBAC, or an admission plugin such as Pod Security; a person must act."""
+
+
+class StillRunning(Unavailable):
+    """A cloud change outlasted the wait; it carries on at the cloud. `text` says so, and how to check it."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class OperationFailed(GpubotError):
+    """The cloud accepted a change, then gave up on it; `text` gives its reason in plain words."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text

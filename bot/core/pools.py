@@ -300,7 +300,23 @@ def plan_resize(pool: PoolView, *, min_size: int | None, max_size: int | None) -
     return Resize(min_size=new_min, max_size=new_max, desired_size=min(max(current, new_min), new_max))
 
 
-OK_STATUSES = frozenset({"RUNNING", "PROVISIONING", "RECONCILING", "ACTIVE", "CREATING", "UPDATING"})
+OK_STATUSES = frozenset(
+    {"RUNNING", "PROVISIONING", "RECONCILING", "STOPPING", "ACTIVE", "CREATING", "UPDATING", "DELETING"}
+)
+STATUS_NOTES = {
+    "PROVISIONING": "being created: no node starts before it is RUNNING",
+    "CREATING": "being created: no node starts before it is ACTIVE",
+    "RECONCILING": "a change is being applied",
+    "UPDATING": "a change is being applied",
+    "STOPPING": "being deleted, with its nodes",
+    "DELETING": "being deleted, with its nodes",
+}
+
+
+def status_text(pool: PoolView) -> str:
+    """The cloud's word for the pool, and what it means while the cloud is still at work on it."""
+    note = STATUS_NOTES.get(pool.status)
+    return f"{pool.status} ({note})" if note else (pool.status or "unknown")
 
 
 def problems(pool: PoolView) -> list[str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal, Protocol
 
-from bot.core import doctor_facts, idleness, lifecycle, pools, workloads
+from bot.core import doctor_facts, idleness, lifecycle, operations, pools, workloads
 
 ADDED: Final = "ADDED"
 MODIFIED: Final = "MODIFIED"
@@ -256,10 +256,12 @@ NO_TELEMETRY: Final = NoTelemetry()
 class PoolManager(Protocol):
     """One cluster's GPU node pools at its cloud (GKE node pools, EKS nodegroups with their ASG tags).
 
-    Mutations wait until the cloud says they are done, so a caller can show the result at once.
+    Mutations wait until the cloud says they are done, so a caller can show the result at once; `watch`
+    hears of each look at a change still under way. A wait that outlasts the settings' timeout raises
+    `StillRunning`, a change the cloud gave up on `OperationFailed`.
     """
 
-    def create_pool(self, spec: pools.PoolSpec) -> pools.PoolView:
+    def create_pool(self, spec: pools.PoolSpec, *, watch: operations.Watch | None = None) -> pools.PoolView:
         """Create the pool as specified; `Conflict` if one of that name exists, `Invalid` if refused."""
         ...
 
@@ -267,11 +269,13 @@ class PoolManager(Protocol):
         """The pool as the cloud reports it; `NotFound` if there is none of that name."""
         ...
 
-    def set_pool_size(self, name: str, resize: pools.Resize) -> pools.PoolView:
+    def set_pool_size(
+        self, name: str, resize: pools.Resize, *, watch: operations.Watch | None = None
+    ) -> pools.PoolView:
         """Turn autoscaling on within these bounds (moving the current size when asked); `NotFound`."""
         ...
 
-    def delete_pool(self, name: str) -> None:
+    def delete_pool(self, name: str, *, watch: operations.Watch | None = None) -> None:
         """Delete the pool and its nodes; `NotFound` if there is none of that name."""
         ...
 

@@ -65,7 +65,8 @@ class Autoscaler:
         return self.store.clock.now()
 
     def group_pools(self) -> list[pools.NodePool]:
-        return sorted((p for p in self.registry.list() if p.autoscaling), key=lambda p: p.name)
+        """Node groups the autoscaler may scale: a pool still being created or deleted is not one yet."""
+        return sorted((p for p in self.registry.list() if p.autoscaling and p.serving), key=lambda p: p.name)
 
     def state(self, pool: str) -> GroupState:
         return self.groups.setdefault(pool, GroupState())
@@ -149,6 +150,8 @@ class Autoscaler:
 
     def _upcoming(self, pool: pools.NodePool) -> int:
         """clusterstate GetUpcomingNodes: the target less the usable nodes (GPU-unready ones are not)."""
+        if not pool.serving:
+            return 0
         usable = sum(
             1 for n in self.node_ctl.nodes_of(pool.name) if nodes.is_ready(n) and not nodes.has_unready_gpu(n)
         )

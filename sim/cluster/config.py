@@ -5,6 +5,7 @@ Each default names its source; the reference notes in docs/sim.md list them toge
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 
@@ -59,6 +60,38 @@ class Timings:
     memory_growth_rate: float = float(1 << 30)
     """Bytes per simulated second a memory-growth command allocates (1 GiB/s, the order `tail /dev/zero`
     buffers at), so a 64Mi limit is reached in 0.06 s and a 13 GiB node in 13 s."""
+
+    # Cloud operations. Neither Google nor AWS publishes how long these take; the figures are assumptions
+    # of the order public logs show (a Terraform node-pool create "Still creating... [1m30s elapsed]",
+    # hashicorp/terraform-provider-google#13178; botocore's nodegroup_active waiter polls every 30 s up to
+    # 80 times, botocore/data/eks/2017-11-01/waiters-2.json), kept short enough for `--speed 1`.
+    gke_pool_create: float = 120.0
+    """A CREATE_NODE_POOL Operation stays RUNNING this long; the pool is PROVISIONING (no nodes) meanwhile."""
+    gke_pool_delete: float = 90.0
+    """A DELETE_NODE_POOL Operation stays RUNNING this long; the pool is STOPPING, then gone (404)."""
+    gke_pool_update: float = 30.0
+    """setAutoscaling, setSize, a pool or cluster update: RUNNING this long (the change applies at once)."""
+    eks_nodegroup_create: float = 180.0
+    """A new managed nodegroup is CREATING (no nodes) this long, then ACTIVE."""
+    eks_nodegroup_update: float = 60.0
+    """An update-config is InProgress (the nodegroup UPDATING) this long, then Successful."""
+    eks_nodegroup_delete: float = 120.0
+    """A deleted nodegroup is DELETING this long, then ResourceNotFoundException."""
+
+
+CLOUD_OPERATIONS = (
+    "gke_pool_create",
+    "gke_pool_delete",
+    "gke_pool_update",
+    "eks_nodegroup_create",
+    "eks_nodegroup_update",
+    "eks_nodegroup_delete",
+)
+
+
+def instant_cloud(timings: Timings | None = None) -> Timings:
+    """Cloud operations that finish at once: for tests and benches that do not look at them."""
+    return dataclasses.replace(timings or Timings(), **dict.fromkeys(CLOUD_OPERATIONS, 0.0))
 
 
 @dataclass

@@ -1,14 +1,17 @@
 """The EKS managed-nodegroup REST API over the pool registry, so boto3's EKS client and waiters run as is.
 
-Changes reach the registry at once; only the reported status lags: a nodegroup reads CREATING, an
-update InProgress and a deleted group DELETING for `transition_seconds` of simulated time (0 by
-default, so boto3's waiters pass on their first describe).
+A new nodegroup is CREATING for `Timings.eks_nodegroup_create` and gets no nodes before it is ACTIVE; a
+deleted one is DELETING for `eks_nodegroup_delete` (its nodes go), then describe answers
+ResourceNotFoundException. A config update applies at once and stays InProgress (the nodegroup UPDATING)
+for `eks_nodegroup_update`. The world's defaults take minutes; this class alone, as the unit tests build
+it, finishes at once.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,8 +21,8 @@ from typing import Any
 from aiohttp import web
 
 from sim.clock import EPOCH, Clock
-from sim.cluster import messages, pools
-from sim.cluster.pools import EKS, NodePool, PoolExists, PoolNotFound, PoolRegistry, Taint
+from sim.cluster import config, messages, pools
+from sim.cluster.pools import EKS, NodePool, PoolExists, PoolNotFound, PoolRegistry, Taint, Transitions
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +40,30 @@ TAINT_EFFECTS = {
 EKS_TAINT_EFFECTS = {kube: name for name, kube in TAINT_EFFECTS.items()}
 DEFAULT_SCALING = {"minSize": 1, "maxSize": 2, "desiredSize": 2}
 """What EKS gives a nodegroup created without a scalingConfig."""
+
+INSTANCE_FAMILIES = frozenset(
+    {"t3", "t3a", "t4g", "m5", "m5a", "m6i", "m6a", "m6g", "m7i", "m7g", "c5", "c5a", "c6i", "c6a", "c6g"}
+    | {"c7i", "c7g", "r5", "r6i", "r7i", "g4dn", "g5", "g6", "g6e", "p3", "p4d", "p5", "inf2", "trn1"}
+)
+"""The EC2 families the sim knows (aws.amazon.com/ec2/instance-types); sizes as INSTANCE_SIZE reads them."""
+INSTANCE_SIZE = re.compile(r"nano|micro|small|medium|large|metal|[0-9]*xlarge")
+
+
+def known_instance_type(name: str) -> bool:
+    family, _, size = name.partition(".")
+    return family in INSTANCE_FAMILIES and bool(INSTANCE_SIZE.fullmatch(size))
+
+
+def invalid_instance_issue(name: str, instance_type: str) -> JsonDict:
+    """How EKS reports an instance type it cannot launch: CREATE_FAILED with this health issue
+    (`Ec2LaunchTemplateInvalidConfiguration`, "The specified instance type c6i.xlarge is not valid",
+    eksctl-io/eksctl#4544)."""
+    return {
+        "code": "Ec2LaunchTemplateInvalidConfiguration",
+        "message": f"The specified instance type {instance_type} is not valid",
+        "resourceIds": [f"eks-{name}-asg"],
+    }
+
 
 NOT_FOUND, IN_USE, INVALID = (
     "ResourceNotFoundException",
@@ -192,6 +219,7 @@ class Update:
     id: str
     nodegroup: str
     created: float
+    done_at: float
     params: list[JsonDict] = field(default_factory=list)
 
 
@@ -221,14 +249,16 @@ class EksApi:
         cluster: str,
         region: str,
         clock: Clock,
-        transition_seconds: float = 0.0,
+        timings: config.Timings | None = None,
+        transitions: Transitions | None = None,
     ) -> None:
         self.registry = registry
         self.cluster = cluster
         self.region = region
         self.clock = clock
-        self.transition_seconds = transition_seconds
-        """Simulated seconds a nodegroup stays CREATING / UPDATING / DELETING; settable at any time."""
+        self.timings = timings or config.instant_cloud()
+        """`eks_nodegroup_create`, `_update`, `_delete`: how long each takes; settable at any time."""
+        self.transitions = transitions or Transitions(registry, clock)
         self.updates: dict[str, Update] = {}
 
     def routes(self) -> list[web.RouteDef]:
@@ -266,11 +296,12 @@ class EksApi:
         return f"arn:aws:eks:{self.region}:{ACCOUNT_ID}:{kind}/{name}"
 
     def status(self, pool: NodePool) -> str:
-        now = self.clock.now()
-        if "deletingAt" in pool.extra:
+        if pool.status == pools.STOPPING:
             return "DELETING"
-        if now < pool.created_at + self.transition_seconds:
+        if pool.status == pools.PROVISIONING:
             return "CREATING"
+        if pool.status == pools.ERROR:
+            return "CREATE_FAILED"
         if any(
             u.nodegroup == pool.name and self.update_status(u) == "InProgress" for u in self.updates.values()
         ):
@@ -278,7 +309,7 @@ class EksApi:
         return "ACTIVE"
 
     def update_status(self, update: Update) -> str:
-        return "InProgress" if self.clock.now() < update.created + self.transition_seconds else "Successful"
+        return "InProgress" if self.clock.now() < update.done_at else "Successful"
 
     def nodegroup_json(self, pool: NodePool) -> JsonDict:
         sent: JsonDict = pool.extra.get("eks", {})
@@ -306,7 +337,7 @@ class EksApi:
             "taints": [taint_json(t) for t in pool.taints],
             "resources": {"autoScalingGroups": [{"name": pool.group_id()}]},
             "diskSize": sent.get("diskSize") or 20,
-            "health": {"issues": []},
+            "health": {"issues": list(pool.extra.get("healthIssues", []))},
             "updateConfig": sent.get("updateConfig") or {"maxUnavailable": 1},
             "tags": sent.get("tags") or {},
         }
@@ -386,8 +417,12 @@ class EksApi:
                 "asgTags": default_asg_tags(self.cluster, name),
             },
         )
+        if not known_instance_type(pool.machine_type):
+            pool.extra["healthIssues"] = [invalid_instance_issue(name, pool.machine_type)]
         try:
-            self.registry.create(pool)
+            self.transitions.create(
+                pool, self.timings.eks_nodegroup_create, fails=bool(pool.extra.get("healthIssues"))
+            )
         except PoolExists:
             raise EksError(
                 IN_USE, f"NodeGroup already exists with name {name} and cluster name {self.cluster}"
@@ -399,27 +434,18 @@ class EksApi:
         return web.json_response({"nodegroup": self.nodegroup_json(self.find_nodegroup(request))})
 
     async def delete_nodegroup(self, request: web.Request) -> web.Response:
-        """Answers DELETING; the pool leaves the registry after `transition_seconds`."""
+        """Answers DELETING; the pool leaves the registry after `eks_nodegroup_delete`."""
         pool = self.find_nodegroup(request)
-        if "deletingAt" in pool.extra:
+        if pool.status == pools.STOPPING:
             return web.json_response({"nodegroup": self.nodegroup_json(pool)})
-        pool.extra["deletingAt"] = self.clock.now()
-        body = {"nodegroup": self.nodegroup_json(pool)}
-        if self.transition_seconds > 0:
-            self.clock.call_later(self.transition_seconds, lambda: self.finish_delete(pool))
-        else:
-            self.finish_delete(pool)
-        return web.json_response(body)
-
-    def finish_delete(self, pool: NodePool) -> None:
-        """Checks identity, so a pool re-created under the same name is not removed by a stale timer."""
-        try:
-            if self.registry.get(pool.name) is not pool:
-                return
-        except PoolNotFound:
-            return
-        self.registry.delete(pool.name)
-        logger.info("EKS nodegroup %s deleted from %s", pool.name, self.cluster)
+        seconds = self.timings.eks_nodegroup_delete
+        if seconds <= 0:  # the answer still shows DELETING, as EKS's does
+            body = {"nodegroup": self.nodegroup_json(pool) | {"status": "DELETING"}}
+            self.transitions.delete(pool.name, 0)
+            return web.json_response(body)
+        self.transitions.delete(pool.name, seconds)
+        logger.info("EKS nodegroup %s deleting from %s", pool.name, self.cluster)
+        return web.json_response({"nodegroup": self.nodegroup_json(pool)})
 
     async def update_nodegroup_config(self, request: web.Request) -> web.Response:
         pool = self.find_nodegroup(request)
@@ -444,7 +470,14 @@ class EksApi:
         self.registry.set_size(pool.name, scaling.desired_size)
         self.registry.update(pool.name, labels=labels, taints=merged_taints(pool.taints, added, removed))
         pool.extra["modifiedAt"] = self.clock.now()
-        update = Update(id=str(uuid.uuid4()), nodegroup=pool.name, created=self.clock.now(), params=params)
+        now = self.clock.now()
+        update = Update(
+            id=str(uuid.uuid4()),
+            nodegroup=pool.name,
+            created=now,
+            done_at=now + self.timings.eks_nodegroup_update,
+            params=params,
+        )
         self.updates[update.id] = update
         return web.json_response({"update": self.update_json(update)})
 
@@ -472,12 +505,3 @@ class EksApi:
         if update is None or (nodegroup and update.nodegroup != nodegroup):
             raise EksError(NOT_FOUND, f"No update found for ID: {request.match_info['update']}.")
         return web.json_response({"update": self.update_json(update)})
-
-
-def routes(
-    registry: PoolRegistry, *, cluster: str, region: str, clock: Clock, transition_seconds: float = 0.0
-) -> list[web.RouteDef]:
-    """The EKS routes for one cluster; build an `EksApi` yourself to keep a handle on its options."""
-    return EksApi(
-        registry, cluster=cluster, region=region, clock=clock, transition_seconds=transition_seconds
-    ).routes()

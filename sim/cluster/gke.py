@@ -2,8 +2,10 @@
 
 Both clients are served: gcloud sends enum names, int64 values as strings and explicit zeros; the
 protobuf REST client sends enum integers and leaves zero values out. Every mutation returns an
-Operation kept here, which turns DONE once `operation_seconds` of simulated time have passed (0 by
-default, so gcloud finishes on its first poll). The registry change itself happens at once.
+Operation kept here, RUNNING for its kind's time in `Timings` (the world's defaults take minutes; this
+class alone, as the unit tests build it, finishes at once). A new pool is PROVISIONING until its
+Operation is DONE and gets no nodes before; a deleted one is STOPPING, then gone. Other changes (sizes,
+autoscaling, labels, taints) apply at once and only their Operation runs on.
 """
 
 from __future__ import annotations
@@ -21,19 +23,16 @@ from typing import Any
 from aiohttp import web
 
 from sim.clock import EPOCH, Clock
-from sim.cluster import messages
-from sim.cluster.pools import GKE, NodePool, PoolExists, PoolNotFound, PoolRegistry, Taint
+from sim.cluster import config, gce, messages
+from sim.cluster.pools import GKE, NodePool, PoolExists, PoolNotFound, PoolRegistry, Taint, Transitions
 
 logger = logging.getLogger(__name__)
 
 JsonDict = dict[str, Any]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-OPERATION_SECONDS = 0.0
-"""Default simulated seconds an Operation stays RUNNING; each extra RUNNING poll costs gcloud 5 s."""
-
 MASTER_VERSION = messages.GKE_VERSION
-DEFAULT_MACHINE_TYPE = "e2-medium"
+DEFAULT_MACHINE_TYPE = gce.DEFAULT_MACHINE_TYPE
 DEFAULT_DISK_SIZE_GB = 100
 DEFAULT_OAUTH_SCOPES = [
     "https://www.googleapis.com/auth/devstorage.read_only",
@@ -63,16 +62,21 @@ GPU_DRIVER_VERSIONS = {
 }
 GPU_SHARING_STRATEGIES = {0: "GPU_SHARING_STRATEGY_UNSPECIFIED", 1: "TIME_SHARING", 2: "MPS"}
 
+UPDATE_OPERATIONS = frozenset(
+    {"UPDATE_CLUSTER", "UPGRADE_NODES", "SET_NODE_POOL_SIZE", "SET_NODE_POOL_MANAGEMENT"}
+)
+
 HTTP_STATUS_NAMES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 409: "ALREADY_EXISTS"}
 
 
 class GkeError(Exception):
     """An error the API answers with Google's JSON envelope."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, *, status: str = "") -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.status = status or HTTP_STATUS_NAMES.get(code, "FAILED_PRECONDITION")
 
 
 def not_found(resource: str) -> GkeError:
@@ -84,9 +88,8 @@ def invalid(message: str) -> GkeError:
 
 
 def error_response(error: GkeError) -> web.Response:
-    status = HTTP_STATUS_NAMES.get(error.code, "FAILED_PRECONDITION")
     return web.json_response(
-        {"error": {"code": error.code, "message": error.message, "status": status}}, status=error.code
+        {"error": {"code": error.code, "message": error.message, "status": error.status}}, status=error.code
     )
 
 
@@ -233,6 +236,9 @@ class Operation:
     status_message: str = ""
     error_code: int = 0
 
+    def running(self, now: float) -> bool:
+        return now < self.done_at
+
 
 class GkeApi:
     """One project, one zonal cluster, its GKE pools in the registry, and the Operations it started."""
@@ -246,7 +252,8 @@ class GkeApi:
         cluster: str,
         clock: Clock,
         node_counts: Callable[[str], int],
-        operation_seconds: float = OPERATION_SECONDS,
+        timings: config.Timings | None = None,
+        transitions: Transitions | None = None,
     ) -> None:
         self.registry = registry
         self.project = project
@@ -254,8 +261,9 @@ class GkeApi:
         self.cluster = cluster
         self.clock = clock
         self.node_counts = node_counts
-        self.operation_seconds = operation_seconds
-        """Simulated seconds before a new Operation reads DONE; settable at any time."""
+        self.timings = timings or config.instant_cloud()
+        """`gke_pool_create`, `_delete`, `_update`: how long Operations run; settable at any time."""
+        self.transitions = transitions or Transitions(registry, clock)
         self.operations: dict[str, Operation] = {}
         self._sequence = itertools.count(1)
         self._next_failure: tuple[int, str] | None = None
@@ -342,7 +350,6 @@ class GkeApi:
             "minNodeCount": pool.min_size,
             "maxNodeCount": pool.max_size,
         }
-        creating = self.clock.now() < pool.created_at + self.operation_seconds
         return sent | {
             "name": pool.name,
             "config": without_zero_values(config),
@@ -351,12 +358,24 @@ class GkeApi:
             "management": sent.get("management") or {"autoUpgrade": True, "autoRepair": True},
             "upgradeSettings": sent.get("upgradeSettings") or {"maxSurge": 1, "strategy": "SURGE"},
             "locations": [pool.zone],
-            "status": "PROVISIONING" if creating else "RUNNING",
+            "status": self.pool_status(pool),
             "version": pool.version,
             "selfLink": self.link(request, f"{self.cluster_name()}/nodePools/{pool.name}"),
             "instanceGroupUrls": [pool.group_id()],
             "podIpv4CidrSize": 24,
         }
+
+    def pool_status(self, pool: NodePool) -> str:
+        """PROVISIONING and STOPPING from the pool; RECONCILING while an update Operation on it runs."""
+        if pool.status != "RUNNING":
+            return pool.status
+        target = f"{self.cluster_name()}/nodePools/{pool.name}"
+        now = self.clock.now()
+        updating = any(
+            op.running(now) and op.target_link.endswith(target) and op.operation_type in UPDATE_OPERATIONS
+            for op in self.operations.values()
+        )
+        return "RECONCILING" if updating else "RUNNING"
 
     @staticmethod
     def accelerators_json(pool: NodePool, sent: list[JsonDict]) -> list[JsonDict]:
@@ -390,7 +409,7 @@ class GkeApi:
     def operation_json(
         self, request: web.Request, operation: Operation, *, just_started: bool = False
     ) -> JsonDict:
-        done = not just_started and self.clock.now() >= operation.done_at
+        done = not just_started and not operation.running(self.clock.now())
         body: JsonDict = {
             "name": operation.name,
             "zone": self.location,
@@ -410,10 +429,27 @@ class GkeApi:
         return body
 
     def start_operation(
-        self, request: web.Request, operation_type: str, target: str, apply: Callable[[], object]
+        self,
+        request: web.Request,
+        operation_type: str,
+        target: str,
+        apply: Callable[[float], object],
     ) -> web.Response:
-        """Apply the change now (or not, when a failure was injected) and answer with a RUNNING Operation."""
+        """Start the change (or not, when a failure was injected) and answer with a RUNNING Operation.
+
+        `apply` gets the Operation's running time, for the changes that take effect only when it is DONE.
+        """
         now = self.clock.now()
+        running = next((op for op in self.operations.values() if op.running(now)), None)
+        if running is not None:
+            # One change at a time per cluster: 400 FAILED_PRECONDITION, "googleapi: Error 400: Cluster is
+            # running incompatible operation operation-1718024305921-fd4f65ea-….", rancher/gke-operator#509.
+            raise GkeError(
+                400,
+                f"Cluster is running incompatible operation {running.name}.",
+                status="FAILED_PRECONDITION",
+            )
+        seconds = self.operation_seconds(operation_type)
         name = f"operation-{int((EPOCH.timestamp() + now) * 1000)}-{next(self._sequence):08x}"
         operation = Operation(
             name=name,
@@ -421,12 +457,12 @@ class GkeApi:
             target_link=self.link(request, target),
             self_link=self.link(request, f"projects/{self.project}/zones/{self.location}/operations/{name}"),
             started=now,
-            done_at=now + self.operation_seconds,
+            done_at=now + seconds,
         )
         failure, self._next_failure = self._next_failure, None
         if failure is None:
             try:
-                apply()
+                apply(seconds)
             except PoolExists:
                 raise GkeError(409, f"Already exists: {target}.") from None
             except PoolNotFound:
@@ -436,6 +472,13 @@ class GkeApi:
         self.operations[name] = operation
         logger.info("GKE %s on %s: %s", operation_type, target, name)
         return web.json_response(self.operation_json(request, operation, just_started=True))
+
+    def operation_seconds(self, operation_type: str) -> float:
+        if operation_type == "CREATE_NODE_POOL":
+            return self.timings.gke_pool_create
+        if operation_type == "DELETE_NODE_POOL":
+            return self.timings.gke_pool_delete
+        return self.timings.gke_pool_update
 
     # -- clusters ---------------------------------------------------------------------------------
     async def list_clusters(self, request: web.Request) -> web.Response:
@@ -459,9 +502,9 @@ class GkeApi:
                 request,
                 "UPDATE_CLUSTER",
                 self.cluster_name(),
-                lambda: self.apply_autoscaling(pool, sent, scaling),
+                lambda _: self.apply_autoscaling(pool, sent, scaling),
             )
-        return self.start_operation(request, "UPDATE_CLUSTER", self.cluster_name(), lambda: None)
+        return self.start_operation(request, "UPDATE_CLUSTER", self.cluster_name(), lambda _: None)
 
     # -- node pools -------------------------------------------------------------------------------
     async def list_pools(self, request: web.Request) -> web.Response:
@@ -478,7 +521,9 @@ class GkeApi:
             raise invalid('Invalid value for field "node_pool": must be specified.')
         pool = self.new_pool(sent)
         target = f"{self.cluster_name()}/nodePools/{pool.name}"
-        return self.start_operation(request, "CREATE_NODE_POOL", target, lambda: self.registry.create(pool))
+        return self.start_operation(
+            request, "CREATE_NODE_POOL", target, lambda seconds: self.transitions.create(pool, seconds)
+        )
 
     def new_pool(self, sent: JsonDict) -> NodePool:
         name = str(sent.get("name", ""))
@@ -487,6 +532,11 @@ class GkeApi:
         # Without `accelerators`, the machine type decides (g2 and a2 machines come with their GPUs).
         accelerator = (config.get("accelerators") or [{}])[0]
         accelerator_count = read_int(accelerator.get("acceleratorCount"), "accelerators[0].accelerator_count")
+        refused = gce.refusal(
+            str(config.get("machineType") or ""), str(accelerator.get("acceleratorType") or ""), self.location
+        )
+        if refused:
+            raise invalid(refused)
         scaling = read_autoscaling(sent.get("autoscaling"), "node_pool.autoscaling")
         initial = read_int(sent.get("initialNodeCount"), "node_pool.initial_node_count")
         if initial < 0:
@@ -514,7 +564,7 @@ class GkeApi:
         pool = self.find_pool(request)
         target = f"{self.cluster_name()}/nodePools/{pool.name}"
         return self.start_operation(
-            request, "DELETE_NODE_POOL", target, lambda: self.registry.delete(pool.name)
+            request, "DELETE_NODE_POOL", target, lambda seconds: self.transitions.delete(pool.name, seconds)
         )
 
     async def update_pool(self, request: web.Request) -> web.Response:
@@ -530,7 +580,7 @@ class GkeApi:
             request,
             "UPGRADE_NODES",
             target,
-            lambda: self.registry.update(pool.name, labels=labels, taints=taints),
+            lambda _: self.registry.update(pool.name, labels=labels, taints=taints),
         )
 
     async def set_autoscaling(self, request: web.Request) -> web.Response:
@@ -539,7 +589,7 @@ class GkeApi:
         scaling = read_autoscaling(sent, "autoscaling")
         target = f"{self.cluster_name()}/nodePools/{pool.name}"
         return self.start_operation(
-            request, "UPDATE_CLUSTER", target, lambda: self.apply_autoscaling(pool, sent, scaling)
+            request, "UPDATE_CLUSTER", target, lambda _: self.apply_autoscaling(pool, sent, scaling)
         )
 
     def apply_autoscaling(self, pool: NodePool, sent: JsonDict, scaling: Autoscaling) -> None:
@@ -555,7 +605,7 @@ class GkeApi:
             raise invalid(f"Invalid value for node_count: {size}; it must not be negative.")
         target = f"{self.cluster_name()}/nodePools/{pool.name}"
         return self.start_operation(
-            request, "SET_NODE_POOL_SIZE", target, lambda: self.registry.set_size(pool.name, size)
+            request, "SET_NODE_POOL_SIZE", target, lambda _: self.registry.set_size(pool.name, size)
         )
 
     async def set_management(self, request: web.Request) -> web.Response:
@@ -563,7 +613,7 @@ class GkeApi:
         management = (await read_body(request)).get("management") or {}
         target = f"{self.cluster_name()}/nodePools/{pool.name}"
 
-        def apply() -> None:
+        def apply(_: float) -> None:
             pool.extra.setdefault("gke", {})["management"] = dict(management)
 
         return self.start_operation(request, "SET_NODE_POOL_MANAGEMENT", target, apply)
@@ -582,26 +632,3 @@ class GkeApi:
         return web.json_response(
             {"operations": [self.operation_json(request, op) for op in self.operations.values()]}
         )
-
-
-def routes(
-    registry: PoolRegistry,
-    *,
-    project: str,
-    location: str,
-    cluster: str,
-    clock: Clock,
-    node_counts: Callable[[str], int],
-    operation_seconds: float = OPERATION_SECONDS,
-) -> list[web.RouteDef]:
-    """The GKE routes for one cluster; build a `GkeApi` yourself to keep a handle on its options."""
-    api = GkeApi(
-        registry,
-        project=project,
-        location=location,
-        cluster=cluster,
-        clock=clock,
-        node_counts=node_counts,
-        operation_seconds=operation_seconds,
-    )
-    return api.routes()

@@ -176,9 +176,11 @@ class NodeController:
         live = [n for n in self.nodes_of(pool_name) if not _being_deleted(n)]
         waiting = self.pending.setdefault(pool_name, PoolNodes()).instances
         have = len(live) + len(waiting)
-        for _ in range(pool.target_size - have):
+        # A pool being created has no nodes yet; one being deleted loses them during the deletion.
+        target = pool.target_size if pool.serving else 0
+        for _ in range(target - have):
             self._start_instance(pool)
-        surplus = have - pool.target_size
+        surplus = have - target
         while surplus > 0 and waiting:
             waiting.pop()
             surplus -= 1

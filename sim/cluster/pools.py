@@ -11,10 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.clock import Clock
 from sim.cluster import messages
 
 GKE = "gke"
 EKS = "eks"
+
+PROVISIONING, RUNNING, STOPPING, ERROR = "PROVISIONING", "RUNNING", "STOPPING", "ERROR"
+"""A pool's life at its cloud (GKE's NodePool.Status words; EKS says CREATING, ACTIVE, DELETING and
+CREATE_FAILED)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,14 @@ class NodePool:
     version: str = messages.GKE_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
     """What the cloud API was given and echoes back (GKE config, EKS subnets/nodeRole/tags, ...)."""
+    status: str = RUNNING
+    status_until: float = 0.0
+    """When a PROVISIONING pool turns RUNNING, or a STOPPING one is gone (simulated seconds)."""
+
+    @property
+    def serving(self) -> bool:
+        """Only a RUNNING pool has nodes started or scaled: not one being created or deleted."""
+        return self.status == RUNNING
 
     @property
     def gpus_per_node(self) -> int:
@@ -184,3 +197,55 @@ class PoolRegistry:
             row = dict(row)
             row["taints"] = [Taint(**t) for t in row.get("taints", [])]
             self._pools[row["name"]] = NodePool(**row)
+
+
+class Transitions:
+    """Creating and deleting a pool take time at a cloud: PROVISIONING, then RUNNING; STOPPING, then gone.
+
+    Kept on the pool itself (status, status_until), so a restart from saved state finishes them on time.
+    """
+
+    def __init__(self, registry: PoolRegistry, clock: Clock) -> None:
+        self.registry, self.clock = registry, clock
+
+    def create(self, pool: NodePool, seconds: float, *, fails: bool = False) -> NodePool:
+        """`fails`: the pool ends in ERROR instead of RUNNING, and never gets a node."""
+        if seconds > 0:
+            pool.status, pool.status_until = PROVISIONING, self.clock.now() + seconds
+            pool.extra["fails"] = fails
+        elif fails:
+            pool.status = ERROR
+        created = self.registry.create(pool)
+        self._schedule(pool)
+        return created
+
+    def delete(self, name: str, seconds: float) -> NodePool:
+        pool = self.registry.get(name)
+        if seconds <= 0:
+            return self.registry.delete(name)
+        pool.status, pool.status_until = STOPPING, self.clock.now() + seconds
+        self.registry.update(name)
+        self._schedule(pool)
+        return pool
+
+    def resume(self) -> None:
+        """After a restore: pools caught mid-way finish at their time (at once if it has passed)."""
+        for pool in self.registry.list():
+            self._schedule(pool)
+
+    def _schedule(self, pool: NodePool) -> None:
+        if pool.status in (PROVISIONING, STOPPING):
+            self.clock.call_later(pool.status_until - self.clock.now(), lambda: self._finish(pool))
+
+    def _finish(self, pool: NodePool) -> None:
+        """Checks identity, so a pool re-created under the same name is not touched by a stale timer."""
+        try:
+            if self.registry.get(pool.name) is not pool:
+                return
+        except PoolNotFound:
+            return
+        if pool.status == STOPPING:
+            self.registry.delete(pool.name)
+        elif pool.status == PROVISIONING:
+            pool.status = ERROR if pool.extra.pop("fails", False) else RUNNING
+            self.registry.update(pool.name)

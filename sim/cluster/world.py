@@ -130,6 +130,25 @@ class World:
         self.autoscaler = autoscaler.Autoscaler(
             self.store, self.registry, self.node_ctl, self.recorder, self.timings, self.faults
         )
+        self.transitions = pools.Transitions(self.registry, self.clock)
+        self.gke = gke.GkeApi(
+            self.registry,
+            project=PROJECT,
+            location=LOCATION,
+            cluster=CLUSTER,
+            clock=self.clock,
+            node_counts=lambda name: len(self.node_ctl.nodes_of(name)),
+            timings=self.timings,
+            transitions=self.transitions,
+        )
+        self.eks = eks.EksApi(
+            self.registry,
+            cluster=CLUSTER,
+            region=EKS_REGION,
+            clock=self.clock,
+            timings=self.timings,
+            transitions=self.transitions,
+        )
         self.authenticator = authentication.Authenticator(self.store, self.clock)
         self.access = authorization.AccessReviews(self.store)
         self.filters = filters.Filters(self.store, self.authenticator)
@@ -168,17 +187,8 @@ class World:
         app.add_routes(self.authenticator.routes())
         app.add_routes(self.api.routes())
         app.add_routes(self.api.faults.routes())
-        app.add_routes(
-            gke.routes(
-                self.registry,
-                project=PROJECT,
-                location=LOCATION,
-                cluster=CLUSTER,
-                clock=self.clock,
-                node_counts=lambda name: len(self.node_ctl.nodes_of(name)),
-            )
-        )
-        app.add_routes(eks.routes(self.registry, cluster=CLUSTER, region=EKS_REGION, clock=self.clock))
+        app.add_routes(self.gke.routes())
+        app.add_routes(self.eks.routes())
         app.add_routes(asg.routes(self.registry, region=EKS_REGION, clock=self.clock))
         app.add_routes(
             [
@@ -310,6 +320,7 @@ class World:
             self.authenticator.key = bytes.fromhex(state["token_key"])
         for name in [p.name for p in self.registry.list()]:
             self.clock.call_soon(functools.partial(self.node_ctl.reconcile, name))
+        self.transitions.resume()
         self.node_ctl.resume()
         self.kubelets.resume()
         return True

@@ -224,7 +224,7 @@ def test_an_eks_nodegroup_without_template_tags_shows_them_missing(
 BAD_INPUT: list[tuple[Callable[[world.BackgroundWorld], list[str]], str]] = [
     (
         lambda s: ["create", *gke(s, "new-pool"), "--profile", "v100", "--max", "5"],
-        "unknown profile 'v100'; known: t4",
+        "unknown profile 'v100'; known: notebook, t4",
     ),
     (lambda s: ["create", *gke(s, "new-pool"), "--max", "0"], "--max 0: a pool that may have no node"),
     (lambda s: ["create", *gke(s, "new-pool"), "--min", "3", "--max", "2"], "--min 3 is above --max 2"),

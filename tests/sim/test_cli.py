@@ -13,6 +13,7 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -199,5 +200,31 @@ def test_every_command_it_prints_works_as_printed(tmp_path: Path, extra: list[st
         if shutil.which("gcloud", path=fresh["PATH"]) is not None:  # tests/sim/test_gke.py skips it too
             (listed,) = run_as_typed(blocks[gcloud], dict(fresh))
             assert "gpu-pool" in listed and "n1-standard-4" in listed, listed
+    finally:
+        stop_sim(process)
+
+
+def create_pool_over_http(port: int) -> dict[str, Any]:
+    body = {"nodePool": {"name": "gpu-2", "config": {"machineType": "n1-standard-4"}}}
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/projects/demo/locations/local-a/clusters/demo/nodePools",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        operation: dict[str, Any] = json.load(answer)
+    url = f"http://127.0.0.1:{port}/v1/projects/demo/locations/local-a/operations/{operation['name']}"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        polled: dict[str, Any] = json.load(answer)
+    return polled
+
+
+@pytest.mark.parametrize(("extra", "status"), [([], "RUNNING"), (["--instant-cloud"], "DONE")])
+def test_cloud_operations_take_time_unless_instant(tmp_path: Path, extra: list[str], status: str) -> None:
+    port = free_port()
+    process = start_sim(tmp_path, port, *extra)
+    try:
+        assert create_pool_over_http(port)["status"] == status
     finally:
         stop_sim(process)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
+import botocore.exceptions
 import pytest
 
 from sim.clock import Clock
@@ -127,14 +128,17 @@ def test_update_nodegroup_config(server: Server, client: Any) -> None:
     assert (pool.min_size, pool.max_size, pool.target_size) == (0, 3, 2)
 
 
-def test_status_follows_the_transition_time(server: Server, client: Any) -> None:
-    server.api.transition_seconds = 60
+def test_status_follows_the_transition_times(server: Server, client: Any) -> None:
+    server.api.timings.eks_nodegroup_create = 180
+    server.api.timings.eks_nodegroup_update = 60
+    server.api.timings.eks_nodegroup_delete = 120
     assert create_gpu_nodegroup(client)["status"] == "CREATING"
+    assert not server.registry.get("gpu-ng").serving  # no node may start before ACTIVE
     with pytest.raises(client.exceptions.ResourceInUseException):
         client.update_nodegroup_config(
             clusterName="demo", nodegroupName="gpu-ng", scalingConfig={"maxSize": 2}
         )
-    server.clock.advance(60)
+    server.clock.advance(180)
     update = client.update_nodegroup_config(
         clusterName="demo", nodegroupName="gpu-ng", scalingConfig={"maxSize": 2}
     )
@@ -144,14 +148,63 @@ def test_status_follows_the_transition_time(server: Server, client: Any) -> None
         == "UPDATING"
     )
     server.clock.advance(60)
+    described = client.describe_update(name="demo", nodegroupName="gpu-ng", updateId=update["update"]["id"])
+    assert described["update"]["status"] == "Successful"
 
-    client.delete_nodegroup(clusterName="demo", nodegroupName="gpu-ng")
+    assert (
+        client.delete_nodegroup(clusterName="demo", nodegroupName="gpu-ng")["nodegroup"]["status"]
+        == "DELETING"
+    )
+    server.clock.advance(119)
     assert (
         client.describe_nodegroup(clusterName="demo", nodegroupName="gpu-ng")["nodegroup"]["status"]
         == "DELETING"
     )
-    server.clock.advance(60)
+    server.clock.advance(1)
+    with pytest.raises(
+        client.exceptions.ResourceNotFoundException, match="No node group found for name: gpu-ng"
+    ):
+        client.describe_nodegroup(clusterName="demo", nodegroupName="gpu-ng")
     assert server.registry.list() == []
+
+
+def test_waiters_follow_creating_and_deleting(server: Server, client: Any) -> None:
+    """boto3's own waiters, polled while the simulated clock moves on."""
+    server.api.timings.eks_nodegroup_create = server.api.timings.eks_nodegroup_delete = 90
+    create_gpu_nodegroup(client)
+    waiter = client.get_waiter("nodegroup_active")
+    config = {"Delay": 0, "MaxAttempts": 1}
+    with pytest.raises(botocore.exceptions.WaiterError, match="Max attempts exceeded"):
+        waiter.wait(clusterName="demo", nodegroupName="gpu-ng", WaiterConfig=config)
+    server.clock.advance(90)
+    waiter.wait(clusterName="demo", nodegroupName="gpu-ng", WaiterConfig=config)
+
+    client.delete_nodegroup(clusterName="demo", nodegroupName="gpu-ng")
+    deleted = client.get_waiter("nodegroup_deleted")
+    with pytest.raises(botocore.exceptions.WaiterError, match="Max attempts exceeded"):
+        deleted.wait(clusterName="demo", nodegroupName="gpu-ng", WaiterConfig=config)
+    server.clock.advance(90)
+    deleted.wait(clusterName="demo", nodegroupName="gpu-ng", WaiterConfig=config)
+
+
+def test_an_unknown_instance_type_ends_create_failed(server: Server, client: Any) -> None:
+    server.api.timings.eks_nodegroup_create = 60
+    create_gpu_nodegroup(client, instanceTypes=["g4dn.xlarg"])
+    server.clock.advance(60)
+    found = client.describe_nodegroup(clusterName="demo", nodegroupName="gpu-ng")["nodegroup"]
+    assert found["status"] == "CREATE_FAILED"
+    assert found["health"]["issues"] == [
+        {
+            "code": "Ec2LaunchTemplateInvalidConfiguration",
+            "message": "The specified instance type g4dn.xlarg is not valid",
+            "resourceIds": ["eks-gpu-ng-asg"],
+        }
+    ]
+    assert not server.registry.get("gpu-ng").serving
+    with pytest.raises(botocore.exceptions.WaiterError, match="terminal failure state"):
+        client.get_waiter("nodegroup_active").wait(
+            clusterName="demo", nodegroupName="gpu-ng", WaiterConfig={"Delay": 0, "MaxAttempts": 1}
+        )
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -204,16 +205,17 @@ def test_legacy_zone_paths_with_slash_verbs(server: Server) -> None:
 
 def test_operations_run_for_the_configured_time_and_report_failures(server: Server) -> None:
     client = client_for(server)
-    server.api.operation_seconds = 30
+    server.api.timings.gke_pool_create = 30
     operation = client.create_node_pool(parent=PARENT, node_pool=seed_pool())
     name = f"projects/demo/locations/local-a/operations/{operation.name}"
     assert client.get_operation(name=name).status == container_v1.Operation.Status.RUNNING
     assert client.get_node_pool(name=POOL).status == container_v1.NodePool.Status.PROVISIONING
+    assert not server.registry.get("gpu-pool").serving
     server.clock.advance(30)
     done = client.get_operation(name=name)
     assert done.status == container_v1.Operation.Status.DONE and done.end_time
+    assert client.get_node_pool(name=POOL).status == container_v1.NodePool.Status.RUNNING
 
-    server.api.operation_seconds = 0
     server.api.fail_next_operation("Quota exceeded for quota metric 'GPUs'")
     failed = client.set_node_pool_size(request={"name": POOL, "node_count": 3})
     failed = client.get_operation(name=f"projects/demo/locations/local-a/operations/{failed.name}")
@@ -221,6 +223,106 @@ def test_operations_run_for_the_configured_time_and_report_failures(server: Serv
     assert server.registry.get("gpu-pool").target_size == 0
     listed = client.list_operations(parent="projects/demo/locations/-").operations
     assert [op.name for op in listed] == [operation.name, failed.name]
+
+
+def test_updates_reconcile_and_deletes_stop_before_the_pool_is_gone(server: Server) -> None:
+    client = client_for(server)
+    client.create_node_pool(parent=PARENT, node_pool=seed_pool())
+    server.api.timings.gke_pool_update, server.api.timings.gke_pool_delete = 20, 60
+    client.set_node_pool_size(request={"name": POOL, "node_count": 2})
+    assert client.get_node_pool(name=POOL).status == container_v1.NodePool.Status.RECONCILING
+    assert server.registry.get("gpu-pool").target_size == 2  # applied at once; only the Operation runs on
+    server.clock.advance(20)
+    assert client.get_node_pool(name=POOL).status == container_v1.NodePool.Status.RUNNING
+
+    deleting = client.delete_node_pool(name=POOL)
+    assert client.get_node_pool(name=POOL).status == container_v1.NodePool.Status.STOPPING
+    server.clock.advance(59)
+    assert server.registry.get("gpu-pool").status == "STOPPING"
+    server.clock.advance(1)
+    with pytest.raises(exceptions.NotFound):
+        client.get_node_pool(name=POOL)
+    done = client.get_operation(name=f"projects/demo/locations/local-a/operations/{deleting.name}")
+    assert done.status == container_v1.Operation.Status.DONE
+
+
+def test_one_operation_at_a_time(server: Server) -> None:
+    client = client_for(server)
+    server.api.timings.gke_pool_create = 30
+    creating = client.create_node_pool(parent=PARENT, node_pool=seed_pool())
+    with pytest.raises(exceptions.BadRequest) as refused:
+        client.set_node_pool_size(request={"name": POOL, "node_count": 2})
+    assert refused.value.response.json()["error"] == {
+        "code": 400,
+        "message": f"Cluster is running incompatible operation {creating.name}.",
+        "status": "FAILED_PRECONDITION",
+    }
+    assert server.registry.get("gpu-pool").target_size == 0 and len(server.api.operations) == 1
+    server.clock.advance(30)
+    client.set_node_pool_size(request={"name": POOL, "node_count": 2})
+    assert server.registry.get("gpu-pool").target_size == 2
+
+
+@pytest.mark.parametrize(
+    ("machine", "accelerator", "message"),
+    [
+        (
+            "n1-standrd-4",
+            "nvidia-tesla-t4",
+            'Invalid machine type "n1-standrd-4" in zone "local-a": GCE_NOT_FOUND',
+        ),
+        ("e2-standard-4", "nvidia-tesla-t4", "[e2-standard-4, nvidia-tesla-t4] features are not compatible"),
+        ("n1-standard-4", "nvidia-l4", "[n1-standard-4, nvidia-l4] features are not compatible"),
+        (
+            "n1-standard-8",
+            "nvidia-tesla-a100",
+            "[n1-standard-8, nvidia-tesla-a100] features are not compatible",
+        ),
+        (
+            "a2-highgpu-1g",
+            "nvidia-h100-80gb",
+            "[a2-highgpu-1g, nvidia-h100-80gb] features are not compatible",
+        ),
+        (
+            "n1-standard-4",
+            "nvidia-tesla-k80",
+            'Accelerator type "nvidia-tesla-k80" does not exist in zone local-a.',
+        ),
+        ("", "nvidia-tesla-t4", "Cannot use default machine type (e2-medium) with GPUs"),
+    ],
+)
+def test_machine_types_and_accelerators_are_checked_as_gke_does(
+    server: Server, machine: str, accelerator: str, message: str
+) -> None:
+    pool = seed_pool()
+    pool.config.machine_type = machine
+    pool.config.accelerators[0].accelerator_type = accelerator
+    with pytest.raises(exceptions.BadRequest) as refused:
+        client_for(server).create_node_pool(parent=PARENT, node_pool=pool)
+    assert message in str(refused.value.message)
+    assert server.registry.list() == [] and server.api.operations == {}
+
+
+@pytest.mark.parametrize(
+    ("machine", "accelerator"),
+    [
+        ("n1-standard-4", "nvidia-tesla-t4"),
+        ("n1-highmem-8", "nvidia-tesla-v100"),
+        ("g2-standard-8", "nvidia-l4"),
+        ("a2-highgpu-1g", "nvidia-tesla-a100"),
+        ("a2-ultragpu-1g", "nvidia-a100-80gb"),
+        ("a3-highgpu-8g", "nvidia-h100-80gb"),
+        ("n2-custom-4-8192", ""),
+    ],
+)
+def test_machines_and_their_own_gpus_are_accepted(server: Server, machine: str, accelerator: str) -> None:
+    pool = seed_pool()
+    pool.config.machine_type = machine
+    pool.config.accelerators[0].accelerator_type = accelerator
+    if not accelerator:
+        del pool.config.accelerators[:]
+    client_for(server).create_node_pool(parent=PARENT, node_pool=pool)
+    assert server.registry.get("gpu-pool").machine_type == machine
 
 
 def test_only_gke_pools_are_visible(server: Server) -> None:
@@ -315,3 +417,47 @@ def test_gcloud_tutorial_commands(server: Server, tmp_path: Path) -> None:
     deleted = node_pools(env, "delete", "gpu-pool", "--quiet")
     assert deleted.returncode == 0, deleted.stderr
     assert server.registry.list() == []
+
+
+def create_args(machine: str) -> list[str]:
+    return ["create", "gpu-pool", "--machine-type", machine, "--accelerator", "type=nvidia-tesla-t4,count=1"]
+
+
+@pytest.mark.skipif(shutil.which("gcloud") is None, reason="gcloud is not installed")
+def test_gcloud_refuses_a_typo_and_a_t4_on_e2(server: Server, tmp_path: Path) -> None:
+    env = gcloud_config(tmp_path, server.url)
+    typo = node_pools(env, *create_args("n1-standrd-4"))
+    assert typo.returncode == 1
+    refused = 'Invalid machine type "n1-standrd-4" in zone "local-a": GCE_NOT_FOUND'
+    assert f"ResponseError: code=400, message={refused}" in typo.stderr
+    e2 = node_pools(env, *create_args("e2-standard-4"))
+    assert e2.returncode == 1
+    assert "[e2-standard-4, nvidia-tesla-t4] features are not compatible for creating instance." in e2.stderr
+    assert server.registry.list() == [] and server.api.operations == {}
+
+
+@pytest.mark.skipif(shutil.which("gcloud") is None, reason="gcloud is not installed")
+def test_gcloud_waits_for_the_operation(server: Server, tmp_path: Path) -> None:
+    """gcloud polls the RUNNING Operation every 5 s; the pool is PROVISIONING until it is DONE."""
+    env = gcloud_config(tmp_path, server.url)
+    server.api.timings.gke_pool_create = 120
+    command = ["gcloud", "container", "node-pools", *create_args("n1-standard-4"), "--num-nodes", "0"]
+    command += ["--cluster", "demo", "--location", "local-a"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not server.api.operations and process.poll() is None:
+            process_wait(process, 0.1)
+        assert process.poll() is None, process.communicate()
+        assert server.registry.get("gpu-pool").status == "PROVISIONING"
+        server.clock.advance(120)
+        out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert "Creating node pool gpu-pool" in err and "Created [" in err and "gpu-pool" in out
+    assert server.registry.get("gpu-pool").status == "RUNNING"
+
+
+def process_wait(process: subprocess.Popen[str], seconds: float) -> None:
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(seconds)
