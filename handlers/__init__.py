@@ -6,7 +6,7 @@ from slack_bolt import App
 
 from bot.core import workspaces as core_workspaces
 from bot.services import Services
-from handlers import actions, gpu, workspaces
+from handlers import actions, gpu, home, workspaces
 
 
 def register(app: App, services: Services, *, installation: core_workspaces.Installation) -> None:
@@ -14,3 +14,4 @@ def register(app: App, services: Services, *, installation: core_workspaces.Inst
     workspaces.register(app, installation)
     gpu.register(app, services)
     actions.register(app, services)
+    home.register(app, services)

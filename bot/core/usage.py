@@ -23,6 +23,9 @@ GPU_HOURS = "gpu_hours"
 DOLLARS = "usd"
 UNPRICED = "unpriced_hours"
 MEASURES = (GPU_HOURS, DOLLARS, UNPRICED)
+NAMES_TABLE = "slack-names"
+"""Slack user name (lower case) → user id, of everyone whose run ended: `/gpu usage @alice` arrives as the
+typed name, since the command does not ask Slack to escape mentions."""
 FIELD_SEPARATOR = " "
 """Slack user and channel ids are upper-case letters and digits, so a space cannot occur inside one."""
 

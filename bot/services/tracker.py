@@ -146,6 +146,12 @@ class Tracker:
             )
         return held
 
+    def names(self) -> dict[str, str]:
+        """Slack user name (lower case) → id, of the owners of the pods seen."""
+        with self._lock:
+            found = [t.workload for t in self._threads.values() if t.workload.requester_name]
+        return {w.requester_name.lower(): w.owner_id for w in found}
+
     def waiting_in_line(self) -> dict[str, int]:
         """Profile → workloads waiting in its pool's line now (the pool at its maximum)."""
         with self._lock:
@@ -355,6 +361,8 @@ class Tracker:
             )
             for table, amounts in spent.items():
                 self._store.add_amounts(table, amounts, usage.RETENTION_SECONDS)
+            if workload.requester_name:
+                self._store.put(usage.NAMES_TABLE, workload.requester_name.lower(), workload.owner_id)
         return costs.cost_text(cost)
 
     def _tell_removed(self, thread: status.Thread) -> None:
