@@ -422,9 +422,10 @@ def _parse_status(args: Sequence[str], text: str) -> models.StatusRequest | mode
     )
 
 
-_MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^<>]*)?>")
-"""A user as Slack writes a mention: `<@U123>` or `<@U123|alice>`."""
-_USER_ID = re.compile(r"[UW][A-Z0-9]{2,}")
+_MENTION = re.compile(r"<@([UW][A-Z0-9_]+)(?:\|[^<>]*)?>")
+"""A user as Slack writes a mention: `<@U123>` or `<@U123|alice>` (ids are upper-case letters and digits;
+an underscore is let in for test workspaces' readable ids such as `U_ALICE`)."""
+_USER_ID = re.compile(r"[UW][A-Z0-9_]{2,}")
 PERIODS = ("week", "month")
 
 
