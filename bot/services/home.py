@@ -76,7 +76,7 @@ class AppHome:
             reckoning = self._spending.reckon(period, now)
             complete = complete and reckoning.complete
             summary = reckoning.summary
-            when = f"{usage.period_name(summary.period).capitalize()} ({usage.since_text(summary)})"
+            when = f"{usage.period_name(summary.period).capitalize()}, {usage.since_text(summary)}"
             lines.append(f"{when}: {usage.amount_text(summary.of(user))}")
         note = "Finished and running workloads, until now." if complete else spend.UNREADABLE
         return notices.UsageReport("Your spend", tuple(lines), note=note)

@@ -85,9 +85,9 @@ def test_home_shows_my_workload_spend_and_pool_and_release_on_home_releases(
     assert lines[0] == "== Your GPU workloads ==", home
     assert re.search(rf"`{workload.split('/')[1]}` — Running, on \S+ · age 1h\d\dm", home), home
     assert home_buttons(slack, "U_ALICE") == [(EXTEND, workload), (RELEASE, workload)]
-    week = next(line for line in lines if line.startswith("This week (since Monday "))
-    month = next(line for line in lines if line.startswith("This month (since "))
-    assert re.search(rf"\(UTC\)\): {MONEY}$", week) and re.search(rf"\(UTC\)\): {MONEY}$", month), home
+    week = next(line for line in lines if line.startswith("This week, since Monday "))
+    month = next(line for line in lines if line.startswith("This month, since "))
+    assert re.search(rf"\(UTC\): {MONEY}$", week) and re.search(rf"\(UTC\): {MONEY}$", month), home
     assert float(re.findall(r"(\d+\.\d) GPU-hours", week)[0]) >= 1.0, week  # an hour on its one GPU, so far
     pool = next(line for line in lines if "GPUs" in line and "free" in line)
     assert "GPUs 0 free, 1 used" in pool and pool.endswith("· no line"), pool
@@ -113,7 +113,7 @@ def test_an_admin_sees_everyones_spend_on_home_and_by_usage(
     home = opened_home(slack, "U_ADMIN")
     assert "Everyone's spend this week, since Monday " in home, home
     assert re.search(rf"• <@U_ALICE> {MONEY}", home) and re.search(rf"• <#C_GPU> {MONEY}", home), home
-    assert "This week (since Monday " in home and ": nothing yet" in home  # the admin's own: none
+    assert "This week, since Monday " in home and "(UTC): nothing yet" in home  # the admin's own: none
 
     everyone = usage_answer(slack, "U_ADMIN", "usage")
     assert everyone["text"].startswith("Everyone's spend this week, since Monday "), everyone["text"]
