@@ -13,6 +13,8 @@ import pytest
 
 from bot import app
 from sim.cluster import world
+from sim.slack.emulator import SlackConfig
+from sim.slack.ratelimits import RateLimitConfig
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import (
     CUDA,
@@ -25,6 +27,7 @@ from tests.integration.botkit import (
     step_reached,
     wait_for_pods,
 )
+from tests.integration.test_http_mode import SECRET, http_settings, served_bot
 
 pytestmark = pytest.mark.usefixtures("slack_env")
 RELEASE, EXTEND = "gpubot_release", "gpubot_extend"
@@ -150,3 +153,18 @@ def test_usage_in_text_and_its_refusals_change_nothing(
     assert unknown["text"].startswith("I know no @nobody among people whose gpubot runs ended.")
     assert gpubot_pods(sim) == pods_before
     assert [c.params.get("user_id") for c in slack.calls("views.publish")] == []  # text only, no Home
+
+
+def test_the_home_opens_in_http_mode_too(sim: world.BackgroundWorld, tmp_path: Path, redis_url: str) -> None:
+    """The event comes as a signed JSON POST, through the HTTP edge's checks, to the same listener."""
+    config = SlackConfig(mode="http", rate_limits=RateLimitConfig(enabled=False))
+    with BackgroundSlack(config) as slack:
+        with served_bot(http_settings(bot_settings(sim, slack, tmp_path, redis_url))) as (_, url):
+            slack.configure_http(bot_url=url, signing_secret=SECRET)
+            home = opened_home(slack, "U_BOB")
+        (opened,) = [c for c in slack.calls("views.publish")]
+    assert home.splitlines()[:2] == [
+        "== Your GPU workloads ==",
+        "None running. Start one with `/gpu run IMAGE`.",
+    ]
+    assert opened.params["user_id"] == "U_BOB"
