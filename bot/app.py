@@ -5,6 +5,7 @@ The only module that knows every zone, so everything else stays swappable; `serv
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import threading
@@ -38,9 +39,19 @@ from bot.adapters import (
     store,
 )
 from bot.adapters import reservations as quota_reservations
-from bot.core import notices, pools, ports, runform, warm, workloads, workspaces
+from bot.core import models, notices, pools, ports, runform, warm, workloads, workspaces
 from bot.core.ports import WatchCallback
-from bot.services import Services, launcher, leases, reaper, reservations, scale_notifier, tracker
+from bot.services import (
+    Services,
+    home,
+    launcher,
+    leases,
+    reaper,
+    reservations,
+    scale_notifier,
+    spend,
+    tracker,
+)
 from bot.services import asks as asks_service
 from bot.services import connect as connect_service
 from bot.services import doctor as doctor_service
@@ -86,7 +97,13 @@ class OutboxChat:
 
     def ephemeral(self, channel: str, user: str, notice: notices.Notice) -> None:
         text, blocks = slack_render.render(notice)
-        self.outbox.ephemeral(channel, user, text, blocks)
+        if channel:
+            self.outbox.ephemeral(channel, user, text, blocks)
+        else:
+            self.outbox.dm(user, text, blocks)
+
+    def publish_home(self, user: str, home: notices.Home) -> None:
+        self.outbox.publish(user, slack_render.render_home(home))
 
     def dm(self, user: str, notice: notices.Notice) -> None:
         text, blocks = slack_render.render(notice)
@@ -428,6 +445,7 @@ def build(
             store=kept,
         ),
     )
+    services = with_home(services, cluster, chat, kept, catalog.profiles, settings.policy().admins, clock)
     app = App(
         client=WebClient(token=slack.bot_token, base_url=slack.api_base_url),
         signing_secret=slack.signing_secret or None,
@@ -483,6 +501,8 @@ def build(
     if services.warmer is not None:
         services.warmer.on_change = bot.warm_changed
         services.launcher.warm_lines = services.warmer.lines
+        if services.home is not None:
+            services.home.warm_lines = services.warmer.lines
     if settings.leader.enabled:
         bot.elector = leader.LeaderElector(
             cluster.api,
@@ -492,6 +512,26 @@ def build(
             on_stopped_leading=bot.follow,
         )  # the Lease is between replicas, so it keeps real time even when the bot's clock is a sim's
     return bot
+
+
+def with_home(
+    services: Services,
+    cluster: kube.KubeCluster,
+    chat: OutboxChat,
+    kept: ports.Store,
+    profiles: Mapping[str, models.GpuProfile],
+    admins: frozenset[str],
+    clock: Callable[[], datetime],
+) -> Services:
+    """`/gpu usage` and the App Home, over the tracker's view of the pods and the store's days."""
+    tracked = services.tracker
+    spending = spend.Spending(
+        kept, chat, held=tracked.held_runs, names=tracked.names, admins=admins, clock=clock
+    )
+    app_home = home.AppHome(
+        cluster, chat, spending, profiles=profiles, waiting=tracked.waiting_in_line, clock=clock
+    )
+    return dataclasses.replace(services, spending=spending, home=app_home)
 
 
 def served_workspaces(slack: settings_module.SlackSettings, client: WebClient) -> workspaces.Installation:

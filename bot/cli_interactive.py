@@ -35,12 +35,13 @@ Try first:
   /gpu {cli_demo.RUN}    ask for a GPU; the pool starts at 0 nodes
   wait 3m       let time pass, twice: a GPU node takes about 6 minutes from zero
   buttons       number the buttons you can press, then `click 1`
-Then `/gpu status`, `as bob`, `pool`, `help`; `quit` or Ctrl-D to stop."""
+Then `/gpu status`, `home`, `as bob`, `pool`, `help`; `quit` or Ctrl-D to stop."""
 
 HELP = """\
   /gpu TEXT      type a /gpu command in #gpu-users as the current user (`/gpu help` for the bot's own)
   as NAME        type as alice, bob or admin from now on
-  buttons        list the buttons the current user can press, numbered
+  home           open gpubot's App Home tab as the current user and print it
+  buttons        list the buttons the current user can press (threads, DMs, the Home tab), numbered
   click N        press button N from that list
   wait TIME      move the clock on, e.g. `wait 90s`, `wait 5m`, `wait 1h30m` (at most 6h)
   pool           the cluster's node pools, nodes and pods
@@ -75,6 +76,7 @@ class Bare(enum.Enum):
     """Requests that carry nothing but what they ask for."""
 
     BUTTONS = "buttons"
+    HOME = "home"
     POOL = "pool"
     HELP = "help"
     QUIT = "quit"
@@ -104,7 +106,13 @@ def parse_line(line: str) -> Request:
         return Hint("only /gpu reaches the bot here; try `/gpu help`, or `help` for this demo")
     if word in BOT_COMMANDS:
         return Hint(f"did you mean `/gpu {line.strip()}`?")
-    simple = {"buttons": Bare.BUTTONS, "pool": Bare.POOL, "help": Bare.HELP, "?": Bare.HELP}
+    simple = {
+        "buttons": Bare.BUTTONS,
+        "home": Bare.HOME,
+        "pool": Bare.POOL,
+        "help": Bare.HELP,
+        "?": Bare.HELP,
+    }
     simple |= dict.fromkeys(("quit", "exit", "q"), Bare.QUIT)
     if word in simple and not rest:
         return simple[word]
@@ -168,6 +176,9 @@ class Clickable:
     """The message the button sits on, as a person would point at it."""
     confirm: str = ""
     """The title of the dialog Slack asks the user to confirm, if the button has one."""
+    value: str = ""
+    on_home: bool = False
+    """On the user's App Home tab (no channel, no message): pressed there by action id and value."""
 
 
 def list_clickable(snapshot: Json, user: str) -> list[Clickable]:
@@ -197,6 +208,26 @@ def list_clickable(snapshot: Json, user: str) -> list[Clickable]:
                 )
                 found.append((float(message["ts"]), button))
     return [button for _, button in sorted(found, key=lambda pair: pair[0])]
+
+
+def home_clickable(view: Json | None) -> list[Clickable]:
+    """Buttons on a published App Home view, top to bottom, each named by the workload it acts on."""
+    found = []
+    for element in buttons_in((view or {}).get("blocks") or []):
+        value = str(element.get("value", ""))
+        found.append(
+            Clickable(
+                channel="",
+                message_ts="",
+                action_id=str(element.get("action_id", "")),
+                label=str((element.get("text") or {}).get("text", "")),
+                where=f"the Home tab, for {value.rpartition('/')[2]}",
+                confirm=str(((element.get("confirm") or {}).get("title") or {}).get("text", "")),
+                value=value,
+                on_home=True,
+            )
+        )
+    return found
 
 
 def buttons_in(blocks: list[Json]) -> list[Json]:
@@ -254,6 +285,8 @@ class Session:
                 self.story.live.say(f"you now type as {self.name}")
             case Bare.BUTTONS:
                 self.show_buttons()
+            case Bare.HOME:
+                self.show_home()
             case Click(number):
                 self.click(number)
             case Wait(seconds):
@@ -289,27 +322,53 @@ class Session:
             return False
         return True
 
+    def clickable(self) -> list[Clickable]:
+        slack = self.story.slack
+        return list_clickable(slack.transcript(), self.user) + home_clickable(slack.home(self.user))
+
     def show_buttons(self) -> None:
-        self.listed = list_clickable(self.story.slack.transcript(), self.user)
+        self.listed = self.clickable()
         if not self.listed:
             self.print(f"no buttons for {self.name} yet; they come with the bot's thread after `/gpu run`")
         for number, button in enumerate(self.listed, start=1):
             self.print(f"  {number}. [{button.label}] on {button.where}")
 
     def click(self, number: int) -> None:
-        listed = self.listed or list_clickable(self.story.slack.transcript(), self.user)
+        listed = self.listed or self.clickable()
         if number > len(listed):
             self.print(f"hint: {self.name} has {len(listed)} button(s) to press; `buttons` lists them")
             return
         button = listed[number - 1]
         confirmed = f' and confirms "{button.confirm}"' if button.confirm else ""
+        slack = self.story.slack
         try:
-            self.story.slack.click_button(self.user, button.channel, button.message_ts, button.action_id)
+            if button.on_home:
+                slack.click_home_button(self.user, button.action_id, button.value)
+            else:
+                slack.click_button(self.user, button.channel, button.message_ts, button.action_id)
         except LookupError:
             self.print("hint: that button is gone now; `buttons` shows the ones there are")
             return
         self.story.live.say(f"{self.name} clicks [{button.label}] on {button.where}{confirmed}")
         self.settle()
+
+    def show_home(self) -> None:
+        """Open the Home tab as the current user, wait for the view the bot publishes, and print it."""
+        slack = self.story.slack
+        before = (slack.home(self.user) or {}).get("hash")
+        self.story.live.say(f"{self.name} opens gpubot's Home tab")
+        slack.open_home(self.user)
+        self.story.bot.outbox.flush(timeout=cli_demo.BOT_WAIT)
+        try:
+            slack.wait_until(
+                lambda: (slack.home(self.user) or {}).get("hash") not in (None, before),
+                timeout=cli_demo.BOT_WAIT,
+            )
+        except TimeoutError:
+            self.print("hint: the bot published no Home tab in time; try `home` again")
+            return
+        self.listed = []
+        self.print("\n".join(f"  | {line}" for line in slack.home_text(self.user).splitlines()))
 
     def wait(self, seconds: int) -> None:
         """Move the clock in steps; after a step that changed what the bot watches, let it answer."""

@@ -6,7 +6,7 @@ from slack_bolt import App
 
 from bot.core import workspaces as core_workspaces
 from bot.services import Services
-from handlers import actions, forms, gpu, workspaces
+from handlers import actions, forms, gpu, home, workspaces
 
 
 def register(app: App, services: Services, *, installation: core_workspaces.Installation) -> None:
@@ -15,3 +15,4 @@ def register(app: App, services: Services, *, installation: core_workspaces.Inst
     gpu.register(app, services)
     actions.register(app, services)
     forms.register(app, services)
+    home.register(app, services)

@@ -7,6 +7,7 @@ from typing import Any
 from slack_bolt import Ack, App
 
 from bot.services import Services
+from handlers import home
 
 RELEASE_ACTION = "gpubot_release"
 EXTEND_ACTION = "gpubot_extend"
@@ -34,18 +35,27 @@ class LeaseButtons:
 
     def _first(self, body: dict[str, Any]) -> bool:
         action = (body.get("actions") or [{}])[0]
-        message_ts = (body.get("container") or {}).get("message_ts", "")
+        container = body.get("container") or {}
+        where = container.get("message_ts") or container.get("view_id", "")
         value, user, _ = clicked(body)
-        press = f"{user}:{message_ts}:{action.get('action_id', '')}:{value}" if message_ts else ""
+        press = f"{user}:{where}:{action.get('action_id', '')}:{value}" if where else ""
         return self.services.first_press(str(body.get("trigger_id", "")), press)
+
+    def _refresh_home(self, body: dict[str, Any]) -> None:
+        """A press on the App Home (which has no channel: the answer goes by DM) redraws it."""
+        user = home.pressed_on_home(body)
+        if user and self.services.home is not None:
+            self.services.home.publish(user)
 
     def run_release(self, body: dict[str, Any]) -> None:
         if self._first(body):
             self.services.leases.release_key(*clicked(body))
+            self._refresh_home(body)
 
     def run_extend(self, body: dict[str, Any]) -> None:
         if self._first(body):
             self.services.leases.extend_key(*clicked(body))
+            self._refresh_home(body)
 
     def run_keep(self, body: dict[str, Any]) -> None:
         if self._first(body):

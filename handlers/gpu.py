@@ -18,8 +18,8 @@ COMMAND = "/gpu"
 def ack_text(parsed: models.GpuCommand | models.UsageError) -> str | None:
     """What the user sees at once: the refusal, the help, a "requesting…", or nothing.
 
-    Status, release, extend, logs and warm say nothing yet: their answer needs the cluster, and comes as an
-    ephemeral.
+    Status, usage, release, extend, logs and warm say nothing yet: their answer needs the cluster or the
+    store, and comes as an ephemeral.
     """
     if isinstance(parsed, models.UsageError):
         return parsed.message
@@ -107,6 +107,8 @@ class GpuCommand:
             self.services.launcher.handle(parsed, owner, channel, request_id=request_id, answer=answer)
         elif isinstance(parsed, models.ReleaseRequest | models.ExtendRequest):
             self.services.leases.handle(parsed, owner.user_id, channel)
+        elif isinstance(parsed, models.UsageRequest) and self.services.spending is not None:
+            self.services.spending.handle(parsed, owner, channel)
         elif isinstance(parsed, models.LogsRequest):
             self.services.logs.handle(parsed, owner.user_id, channel)
         elif isinstance(parsed, models.WarmRequest) and self.services.warmer is not None:

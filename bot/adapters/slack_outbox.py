@@ -48,22 +48,24 @@ from bot.core import backoff, errors
 logger = logging.getLogger(__name__)
 
 Block = dict[str, Any]
-Kind = Literal["post", "update", "ephemeral", "dm", "upload"]
+Kind = Literal["post", "update", "ephemeral", "dm", "upload", "publish"]
 Lane = tuple[str, ...]
 BucketKey = tuple[str, str]
 
 POST_MESSAGE = "chat.postMessage"
 UPLOAD = "files.getUploadURLExternal"
+PUBLISH = "views.publish"
 TIER_PER_MINUTE: Mapping[str, int] = {
     "chat.update": 50,
     "chat.postEphemeral": 100,
     "conversations.open": 50,
     UPLOAD: 100,
+    PUBLISH: 100,
 }
 """Slack's documented floors (Tier 3 = 50+/min, Tier 4 = 100+/min) per method per workspace. An upload's
 budget is files.getUploadURLExternal's, Tier 4 (docs.slack.dev/reference/methods/files.getUploadURLExternal);
 files.completeUploadExternal is Tier 4 too (…/files.completeUploadExternal) and is called exactly once per
-upload, so the one bucket paces both."""
+upload, so the one bucket paces both. views.publish is Tier 4 too (…/views.publish)."""
 NOT_FOUND_ERRORS = frozenset({"message_not_found", "user_not_found", "thread_not_found"})
 UNREACHABLE_ERRORS: Mapping[str, errors.Why] = {
     "not_in_channel": "not-member",
@@ -290,6 +292,10 @@ class SlackOutbox:
         job = self._enqueue("upload", ("dm", user), args, result)
         return self._wait(job, result, timeout, f"Slack file to {user}")
 
+    def publish(self, user: str, view: dict[str, Any]) -> None:
+        """Queue `user`'s App Home view; an unsent earlier one of theirs is replaced: only the last shows."""
+        self._enqueue("publish", ("home", user), {"user_id": user, "view": view}, coalesce=True)
+
     # -- watching and stopping ------------------------------------------------------------------
     @property
     def settings(self) -> OutboxSettings:
@@ -425,6 +431,8 @@ class SlackOutbox:
             return self._send_dm(job)
         if job.kind == "upload":
             return self._send_upload(job)
+        if job.kind == "publish":
+            return str(self._client.views_publish(**job.args)["view"]["id"])
         return str(self._client.chat_postMessage(**job.args)["ts"])
 
     def _send_dm(self, job: Job) -> str:
@@ -504,6 +512,8 @@ class SlackOutbox:
             return ("chat.update", "")
         if job.kind == "ephemeral":
             return ("chat.postEphemeral", "")
+        if job.kind == "publish":
+            return (PUBLISH, "")
         if job.kind in ("dm", "upload"):
             channel = self._dm_channels.get(str(job.args["user"]))
             if not channel:
@@ -549,5 +559,5 @@ def _convert_any(exc: Exception) -> errors.GpubotError:
 
 
 def _target(job: Job) -> str:
-    where = str(job.args.get("channel") or job.args.get("user") or "?")
+    where = str(job.args.get("channel") or job.args.get("user") or job.args.get("user_id") or "?")
     return f"{where} thread {job.args['thread_ts']}" if job.args.get("thread_ts") else where

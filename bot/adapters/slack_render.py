@@ -41,6 +41,8 @@ def render(notice: notices.Notice) -> Rendered:
         return render_episode(notice)
     if isinstance(notice, notices.Reminder):
         return render_reminder(notice)
+    if isinstance(notice, notices.UsageReport):
+        return render_usage(notice)
     if isinstance(notice, notices.Reply) and notice.mention:
         return mentioning(notice.mention, render_text(notice.text, notice.output))
     return render_text(notice.text, notice.output)
@@ -70,6 +72,73 @@ def render_reminder(reminder: notices.Reminder) -> Rendered:
     if reminder.buttons.any:
         blocks.append(button_row(reminder.workload, reminder.workload.rpartition("/")[2], reminder.buttons))
     return Rendered(fallback(reminder.text), blocks)
+
+
+def render_usage(report: notices.UsageReport) -> Rendered:
+    """A title, its lines, then the rows by user and by channel as mentions, which Slack shows as names."""
+    blocks = usage_blocks(report)[:MAX_BLOCKS]
+    return Rendered(fallback("\n".join((report.title, *report.lines))), blocks)
+
+
+def usage_blocks(report: notices.UsageReport) -> list[Block]:
+    text = "\n".join((f"*{escape(report.title)}*", *(escape(line) for line in report.lines)))
+    blocks = [section(text)]
+    for heading, rows, mark in (("By user", report.by_user, "@"), ("By channel", report.by_channel, "#")):
+        if rows:
+            lines = [f"*{heading}*"] + [f"• <{mark}{escape(who)}> {escape(amount)}" for who, amount in rows]
+            blocks += [section(chunk) for chunk in line_chunks(lines)]
+    if report.note:
+        blocks.append(context([escape(report.note)]))
+    return blocks
+
+
+def line_chunks(lines: list[str], limit: int = SECTION_TEXT_MAX) -> list[str]:
+    """Whole lines packed into as few texts of at most `limit` characters as they fit in."""
+    chunks: list[str] = []
+    for line in lines:
+        line = clip(line, limit)
+        if chunks and len(chunks[-1]) + 1 + len(line) <= limit:
+            chunks[-1] += "\n" + line
+        else:
+            chunks.append(line)
+    return chunks
+
+
+HOME_MAX_BLOCKS = 100
+"""docs.slack.dev/reference/views/home-tab-views: "blocks … Max of 100 blocks"."""
+HOME_WORKLOADS_SHOWN = 20
+"""Two blocks each (the line and its buttons): 40 of the 100, leaving room for spend, pools and usage."""
+
+
+def render_home(home: notices.Home) -> dict[str, Any]:
+    """The Home tab view for views.publish: sections a phone reads top-down, buttons under each workload."""
+    blocks: list[Block] = [header("Your GPU workloads")]
+    if home.problem:
+        blocks.append(section(f":warning: {escape(home.problem)}"))
+    for index, item in enumerate(home.workloads[:HOME_WORKLOADS_SHOWN]):
+        blocks.append(section(escape(item.line), block_id=f"gpubot_workload_{index}"))
+        if item.buttons.any:
+            row = button_row(item.workload, item.workload.rpartition("/")[2], item.buttons)
+            blocks.append({**row, "block_id": f"gpubot_actions_{index}"})
+    hidden = len(home.workloads) - HOME_WORKLOADS_SHOWN
+    if not home.workloads and not home.problem:
+        blocks.append(section(escape("None running. Start one with `/gpu run IMAGE`.")))
+    elif hidden > 0:
+        blocks.append(context([escape(f"and {hidden} more: `/gpu status` lists them all")]))
+    blocks += [divider(), *usage_blocks(home.spend), divider(), header("GPU pools now")]
+    blocks.append(section(escape("\n".join(home.pools) or "No GPU pool found.")))
+    if home.warm:
+        blocks += [
+            header("Warm schedules"),
+            *(section(c) for c in line_chunks([escape(w) for w in home.warm])),
+        ]
+    if home.everyone is not None:
+        blocks += [divider(), *usage_blocks(home.everyone)]
+    if home.updated is not None:
+        blocks.append(context([f"Updated {date_token(home.updated)}, each time you open this tab"]))
+    if len(blocks) > HOME_MAX_BLOCKS:
+        blocks = [*blocks[: HOME_MAX_BLOCKS - 1], context([escape("More than fits here: `/gpu usage`")])]
+    return {"type": "home", "callback_id": "gpubot_home", "blocks": blocks}
 
 
 def render_text(text: str, output: tuple[str, ...] = ()) -> Rendered:
@@ -238,6 +307,15 @@ def sections(text: str) -> list[Block]:
     if current or not chunks:
         chunks.append(current or " ")
     return [section(chunk) for chunk in chunks]
+
+
+def header(text: str) -> Block:
+    """block-kit/blocks/header-block: plain_text of at most 150 characters."""
+    return {"type": "header", "text": plain(clip(text, 150))}
+
+
+def divider() -> Block:
+    return {"type": "divider"}
 
 
 def context(texts: list[str], *, block_id: str = "") -> Block:

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import redis
@@ -71,23 +71,25 @@ class RedisStore:
             return None
         return raw.decode() if isinstance(raw, bytes) else raw
 
-    def add_amount(self, key: str, amount: float, ttl_seconds: int) -> None:
-        name = self._prefix + key
+    def add_amounts(self, table: str, amounts: Mapping[str, float], ttl_seconds: int) -> None:
+        """One transaction: every field added (HINCRBYFLOAT), then the table's expiry set."""
+        name = self._prefix + table
         try:
             with self._redis.pipeline() as pipe:
-                pipe.incrbyfloat(name, amount)
+                for key, amount in amounts.items():
+                    pipe.hincrbyfloat(name, key, amount)
                 pipe.expire(name, max(1, ttl_seconds))
                 pipe.execute()
         except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); %s not added to", err, key)
+            logger.warning("redis unavailable (%s); %s not added to", err, table)
 
-    def amount(self, key: str) -> float | None:
+    def amounts(self, table: str) -> dict[str, float] | None:
         try:
-            found = self._redis.get(self._prefix + key)
+            raw = self._redis.hgetall(self._prefix + table)
         except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); %s not read", err, key)
+            logger.warning("redis unavailable (%s); %s not read", err, table)
             return None
-        return float(found) if found else 0.0
+        return {_text(k): float(v) for k, v in raw.items()}
 
     def put(self, table: str, key: str, value: str) -> None:
         try:
@@ -126,6 +128,8 @@ class MemoryStore:
         """key → (value, monotonic expiry), claims and remembered values alike, as in Redis."""
         self._series: dict[str, list[float]] = {}
         self._tables: dict[str, dict[str, str]] = {}
+        self._amounts: dict[str, tuple[dict[str, float], float]] = {}
+        """table → (field → total, monotonic expiry), as a Redis hash with an expiry."""
 
     def claim(self, key: str, ttl_seconds: int) -> bool:
         with self._lock:
@@ -142,14 +146,23 @@ class MemoryStore:
         with self._lock:
             return self._live(key)
 
-    def add_amount(self, key: str, amount: float, ttl_seconds: int) -> None:
+    def add_amounts(self, table: str, amounts: Mapping[str, float], ttl_seconds: int) -> None:
         with self._lock:
-            total = float(self._live(key) or 0.0) + amount
-            self._values[key] = (repr(total), time.monotonic() + max(1, ttl_seconds))
+            totals = self._live_amounts(table)
+            for key, amount in amounts.items():
+                totals[key] = totals.get(key, 0.0) + amount
+            self._amounts[table] = (totals, time.monotonic() + max(1, ttl_seconds))
 
-    def amount(self, key: str) -> float | None:
+    def amounts(self, table: str) -> dict[str, float] | None:
         with self._lock:
-            return float(self._live(key) or 0.0)
+            return dict(self._live_amounts(table))
+
+    def _live_amounts(self, table: str) -> dict[str, float]:
+        kept = self._amounts.get(table)
+        if kept is None or kept[1] <= time.monotonic():
+            self._amounts.pop(table, None)
+            return {}
+        return kept[0]
 
     def _live(self, key: str) -> str | None:
         now = time.monotonic()

@@ -34,6 +34,7 @@ RUN_USAGE = (
 USAGES = {
     "run": RUN_USAGE,
     "status": "/gpu status [all]",
+    "usage": "/gpu usage [week|month] [@user]",
     "release": "/gpu release [NAME|all]",
     "extend": "/gpu extend [NAME] [HOURS]",
     "logs": "/gpu logs [NAME] [--tail N]",
@@ -58,11 +59,12 @@ SYNONYMS = {
     **dict.fromkeys(("stop", "kill", "delete", "rm", "cancel", "terminate", "free", "end"), "release"),
     **dict.fromkeys(("renew", "more", "prolong", "keep"), "extend"),
     **dict.fromkeys(("log", "output", "tail"), "logs"),
+    **dict.fromkeys(("spend", "spent", "cost", "costs", "bill", "billing"), "usage"),
 }
 _BARE_COMMANDS = {name: f"/gpu {name}" for name in USAGES} | {"run": f"/gpu run {images.EXAMPLE_IMAGE}"}
 SHORT_OPTIONS = {"-g": "--gpus", "-t": "--type", "-c": "--cpu", "-m": "--memory", "-n": "--name"}
 """Not accepted (one spelling keeps help short), but recognised so the refusal names the long form."""
-HELP_FLAGS = frozenset({"-h", "--help", "?", "usage"})
+HELP_FLAGS = frozenset({"-h", "--help", "?"})
 
 _SLACK_LINK = re.compile(r"<([^<>|]*)\|([^<>]*)>|<((?:https?|mailto):[^<>|]*)>")
 _CURLY_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
@@ -454,6 +456,33 @@ def _parse_status(args: Sequence[str], text: str) -> models.StatusRequest | mode
     )
 
 
+_MENTION = re.compile(r"<@([UW][A-Z0-9_]+)(?:\|[^<>]*)?>")
+"""A user as Slack writes a mention: `<@U123>` or `<@U123|alice>` (ids are upper-case letters and digits;
+an underscore is let in for test workspaces' readable ids such as `U_ALICE`)."""
+_USER_ID = re.compile(r"[UW][A-Z0-9_]{2,}")
+PERIODS = ("week", "month")
+
+
+def _parse_usage(args: Sequence[str], text: str) -> models.UsageRequest | models.UsageError:
+    """Words in any order: at most one period and one user. Mentions are read from the raw text, as
+    normalising would keep only their label."""
+    words = _MENTION.sub(lambda found: f"@{found.group(1)}", text).split()[1:]
+    periods = [w.lower() for w in words if w.lower() in PERIODS]
+    users = [w.lstrip("@") for w in words if w.startswith("@") and len(w) > 1]
+    other = [w for w in words if w.lower() not in PERIODS and not (w.startswith("@") and len(w) > 1)]
+    if other or len(periods) > 1 or len(users) > 1:
+        got = " ".join(other or words)[:40]
+        return models.UsageError(
+            f"`/gpu usage` takes `week` or `month`, and one `@user` (got {got!r}).", USAGES["usage"]
+        )
+    period = periods[0] if periods else "week"
+    if not users:
+        return models.UsageRequest(period=period)
+    if _USER_ID.fullmatch(users[0]):
+        return models.UsageRequest(period=period, user_id=users[0])
+    return models.UsageRequest(period=period, user_name=users[0].lower())
+
+
 def _check_workload_name(word: str, usage: str) -> str | models.UsageError:
     if labels.is_dns1123_label(word):
         return word
@@ -582,6 +611,7 @@ def _parse_help(args: Sequence[str], text: str) -> models.HelpRequest | models.U
 _PARSERS: dict[str, Callable[[Sequence[str], str], models.GpuCommand | models.UsageError]] = {
     "run": _parse_run,
     "status": _parse_status,
+    "usage": _parse_usage,
     "release": _parse_release,
     "extend": _parse_extend,
     "logs": _parse_logs,
@@ -607,6 +637,13 @@ HELP: dict[str, str] = {
         f"Example: `/gpu run {images.EXAMPLE_IMAGE} -- sleep 3600`"
     ),
     "status": "Your workloads (name, phase, node, age, lease left, GPUs) and the pool; `all`: everyone's.",
+    "usage": (
+        "What GPUs cost, only to you: GPU-hours and money of finished and running workloads.\n"
+        "  week     this week, from Monday 00:00 UTC (the default)\n"
+        "  month    this month, from the 1st, UTC\n"
+        "  @user    someone else's (admins); admins with no @user see everyone's, by user and by channel\n"
+        "Example: `/gpu usage month`"
+    ),
     "release": "Delete a workload (NAME), your only one (no name), or all yours (`all`). Admins: any.",
     "extend": (
         "Push a lease's end further: `/gpu extend NAME 2` adds two hours to its end (or to now, if later).\n"

@@ -5,15 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.core import lifecycle, notices
-
-SPEND_SECONDS = 3 * 24 * 3600
-"""A user's daily spend is kept a few days, long enough for any time zone's "today"."""
-
-
-def spend_key(user: str, day: str) -> str:
-    """The store key of one user's spend on one UTC day (`YYYY-MM-DD`)."""
-    return f"spend:{user}:{day}"
+from bot.core import lifecycle, notices, usage
 
 
 @dataclass(frozen=True)
@@ -22,6 +14,8 @@ class RunCost:
     dollars: float | None
     """None when the profile has no price."""
     held_seconds: float
+    start: datetime | None = None
+    """When it began to hold its GPUs, so its cost can be split by day (`usage.finished_amounts`)."""
 
 
 def run_cost(
@@ -40,11 +34,8 @@ def run_cost(
     if start is None or gpus <= 0 or ended <= start:
         return None
     held = (ended - start).total_seconds()
-    gpu_hours = gpus * held / 3600
-    if not price_per_node_hour:
-        return RunCost(gpu_hours, None, held)
-    share = gpus / max(node_gpus, gpus, 1)
-    return RunCost(gpu_hours, price_per_node_hour * share * held / 3600, held)
+    spent = usage.held_cost(gpus, node_gpus, price_per_node_hour, held)
+    return RunCost(spent.gpu_hours, spent.dollars if price_per_node_hour else None, held, start)
 
 
 def cost_text(cost: RunCost) -> str:

@@ -496,15 +496,16 @@ def is_gpu_node(node: Mapping[str, Any]) -> bool:
     )
 
 
+def selects(profile: models.GpuProfile, node_labels: Mapping[str, str]) -> bool:
+    """The profile's node selector matches a node with these labels (a profile with none matches none)."""
+    selector = profile.node_selector_map
+    return bool(selector) and all(node_labels.get(k) == v for k, v in selector.items())
+
+
 def pool_price(node_labels: Mapping[str, str], profiles: Iterable[models.GpuProfile]) -> float | None:
     """Price per node-hour of the profile whose node selector the pool's nodes match; None if none does."""
     for profile in sorted(profiles, key=lambda p: p.name):
-        selector = profile.node_selector_map
-        if (
-            selector
-            and profile.price_per_hour > 0
-            and all(node_labels.get(k) == v for k, v in selector.items())
-        ):
+        if profile.price_per_hour > 0 and selects(profile, node_labels):
             return profile.price_per_hour
     return None
 

@@ -109,6 +109,22 @@ class StatusRequest:
 
 
 @dataclass(frozen=True)
+class UsageRequest:
+    """`/gpu usage [week|month] [@user]`: spend this period, the caller's, one user's, or everyone's."""
+
+    period: str = "week"
+    """`week` (this ISO week, from Monday 00:00 UTC) or `month` (from the 1st, UTC)."""
+    user_id: str = ""
+    """Set when the user was named by a Slack mention (`<@U123|alice>`) or by id."""
+    user_name: str = ""
+    """Set when the user was named as typed (`@alice`): Slack sends names unescaped to this command."""
+
+    @property
+    def named(self) -> bool:
+        return bool(self.user_id or self.user_name)
+
+
+@dataclass(frozen=True)
 class ReleaseRequest:
     """`/gpu release [NAME|all]`: no name means "my only workload"; the service asks if there are several."""
 
@@ -179,6 +195,7 @@ class WarmRequest:
 GpuCommand = (
     RunRequest
     | StatusRequest
+    | UsageRequest
     | ReleaseRequest
     | ExtendRequest
     | LogsRequest

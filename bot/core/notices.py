@@ -134,7 +134,46 @@ class ChannelEpisode:
     """What the episode cost, formatted, once known."""
 
 
-Notice = ThreadStatus | Reply | Reminder | Ephemeral | ChannelEpisode
+@dataclass(frozen=True)
+class UsageReport:
+    """`/gpu usage` and the App Home's spend: amounts already worded, people and channels as Slack ids,
+    which only the renderer turns into names (a mention shows each reader the current name)."""
+
+    title: str
+    """E.g. "Your spend this week, since Monday 30 Nov (UTC)"."""
+    lines: tuple[str, ...] = ()
+    by_user: tuple[tuple[str, str], ...] = ()
+    """(Slack user id, amount) rows, biggest first."""
+    by_channel: tuple[tuple[str, str], ...] = ()
+    """(Slack channel id, amount) rows: the channels runs were started from."""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class HomeWorkload:
+    line: str
+    """What `/gpu status` says of it: phase, node, age, lease left, GPUs."""
+    workload: str
+    """`namespace/name`, carried back by its buttons."""
+    buttons: Buttons = Buttons()
+
+
+@dataclass(frozen=True)
+class Home:
+    """A user's App Home tab: their workloads with buttons, their spend, the pools now, the warm schedules,
+    and for admins everyone's usage. Published whole each time; Slack keeps the last one per user."""
+
+    workloads: tuple[HomeWorkload, ...]
+    spend: UsageReport
+    pools: tuple[str, ...]
+    warm: tuple[str, ...] = ()
+    everyone: UsageReport | None = None
+    updated: datetime | None = None
+    problem: str = ""
+    """Why the workloads and pools are missing (the cluster could not be read), with what to do."""
+
+
+Notice = ThreadStatus | Reply | Reminder | Ephemeral | ChannelEpisode | UsageReport
 
 
 MOMENT = re.compile("\ue000(-?\\d+)\ue001")

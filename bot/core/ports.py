@@ -135,12 +135,13 @@ class Store(Protocol):
         """A remembered value, or None if there is none (or the store is down)."""
         ...
 
-    def add_amount(self, key: str, amount: float, ttl_seconds: int) -> None:
-        """Add to a running total (e.g. a user's spend today), kept for a while."""
+    def add_amounts(self, table: str, amounts: Mapping[str, float], ttl_seconds: int) -> None:
+        """Add to running totals kept by field in `table` (e.g. one day's spend per user and channel), the
+        table kept `ttl_seconds` from this write."""
         ...
 
-    def amount(self, key: str) -> float | None:
-        """A running total; 0 when there is none, None when the store cannot say (it is down)."""
+    def amounts(self, table: str) -> dict[str, float] | None:
+        """A table's running totals; {} when there are none, None when the store cannot say (it is down)."""
         ...
 
     def put(self, table: str, key: str, value: str) -> None:

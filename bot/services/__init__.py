@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.core import ports
-from bot.services import asks, doctor, forms, launcher, leases, logs, tracker, warm
+from bot.services import asks, doctor, forms, home, launcher, leases, logs, spend, tracker, warm
 
 DELIVERY_TTL_SECONDS = 3600
 """Slack redelivers within minutes; an hour of memory per request id is ample and cheap."""
@@ -26,6 +26,10 @@ class Services:
     doctor: doctor.SlackDoctor | None = None
     asks: asks.Asks | None = None
     forms: forms.RunForms | None = None
+    spending: spend.Spending | None = None
+    """`/gpu usage`."""
+    home: home.AppHome | None = None
+    """The App Home tab."""
 
     def first_delivery(self, request_id: str) -> bool:
         """Slack may deliver a request twice (an ack lost, then a redelivery to any replica): act once."""

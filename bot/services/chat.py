@@ -1,6 +1,6 @@
 """Services: the port through which services speak to people, in core notices; the composition root renders.
 
-Kept to eight verbs so any chat (the Slack outbox, a test fake) can stand behind it. The three that wait
+Kept to nine verbs so any chat (the Slack outbox, a test fake) can stand behind it. The three that wait
 (`post`, `post_dm`, `upload`) raise `errors.Unreachable` when the destination refuses us for good (the bot
 not in the channel, the channel archived or gone), so a caller can reach the person another way.
 """
@@ -39,7 +39,12 @@ class Chat(Protocol):
         ...
 
     def ephemeral(self, channel: str, user: str, notice: notices.Notice) -> None:
-        """Queue a message only `user` sees."""
+        """Queue a message only `user` sees; with no channel (a press on the App Home, which has none) it
+        goes to their DM."""
+        ...
+
+    def publish_home(self, user: str, home: notices.Home) -> None:
+        """Queue `user`'s App Home tab; only the latest queued one is sent."""
         ...
 
     def dm(self, user: str, notice: notices.Notice) -> None:

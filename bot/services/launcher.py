@@ -21,7 +21,6 @@ from datetime import datetime, timedelta
 
 from bot.core import (
     commands,
-    costs,
     errors,
     labels,
     models,
@@ -31,6 +30,7 @@ from bot.core import (
     ports,
     quota,
     reaping,
+    usage,
     workloads,
 )
 from bot.services import chat, pending, recent, reservations, status
@@ -396,7 +396,8 @@ class Launcher:
         )
         pending = sum(w.gpus for w in everything if status.holds_gpu(w) and not w.node)
         now = self._clock()
-        spent = self._store.amount(costs.spend_key(user, now.strftime("%Y-%m-%d"))) if self._store else 0.0
+        today = self._store.amounts(usage.day_table(now.date())) if self._store else {}
+        spent = None if today is None else sum(s.dollars for s in usage.read_day(today) if s.user == user)
         report = status.status_report(
             shown,
             pools,

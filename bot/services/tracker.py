@@ -34,6 +34,7 @@ from bot.core import (
     queue,
     reaping,
     reminders,
+    usage,
     workloads,
 )
 from bot.services import chat, status
@@ -127,6 +128,38 @@ class Tracker:
         with self._lock:
             thread = self._threads.get(f"{namespace}/{name}")
             return thread.workload if thread is not None else None
+
+    def held_runs(self) -> list[usage.Held]:
+        """Runs on a node now and not over, as the pods say, each with its price: what spend counts live
+        until the run ends and its cost is settled into the store."""
+        with self._lock:
+            threads = list(self._threads.values())
+            nodes = dict(self._nodes)
+        held = []
+        for thread in threads:
+            progress, workload = thread.progress, thread.workload
+            since = progress.at(lifecycle.Step.SCHEDULED) or progress.at(lifecycle.Step.RUNNING)
+            if progress.outcome is not None or since is None or not status.holds_gpus(thread):
+                continue
+            known = nodes.get(progress.node or workload.node)
+            node_gpus = known.seen.gpus if known is not None else workload.gpus
+            price = self._prices.get(workload.profile)
+            held.append(
+                usage.Held(workload.owner_id, workload.channel, workload.gpus, node_gpus, since, price)
+            )
+        return held
+
+    def names(self) -> dict[str, str]:
+        """Slack user name (lower case) → id, of the owners of the pods seen."""
+        with self._lock:
+            found = [t.workload for t in self._threads.values() if t.workload.requester_name]
+        return {w.requester_name.lower(): w.owner_id for w in found}
+
+    def waiting_in_line(self) -> dict[str, int]:
+        """Profile → workloads waiting in its pool's line now (the pool at its maximum)."""
+        with self._lock:
+            waiting = [t.workload.profile for t in self._threads.values() if status.in_line(t)]
+        return dict(collections.Counter(waiting))
 
     def go_live(self) -> int:
         """After the initial lists: render every known thread once, then report changes as they come."""
@@ -315,8 +348,8 @@ class Tracker:
 
     # -- cost ----------------------------------------------------------------------------------------
     def _settle_cost(self, thread: status.Thread, ended: datetime) -> str:
-        """A run is over: what it held and cost ("" if unknown), added to its owner's spend today by the
-        live (leading) replica only, so two replicas never add it twice."""
+        """A run is over: what it held and cost ("" if unknown), added to its owner's spend by day and
+        channel by the live (leading) replica only, so two replicas never add it twice."""
         workload = thread.workload
         known = self._nodes.get(thread.progress.node or workload.node)
         cost = costs.run_cost(
@@ -328,9 +361,19 @@ class Tracker:
         )
         if cost is None:
             return ""
-        if self._live and self._store is not None and cost.dollars is not None:
-            day = ended.strftime("%Y-%m-%d")
-            self._store.add_amount(costs.spend_key(workload.owner_id, day), cost.dollars, costs.SPEND_SECONDS)
+        if self._live and self._store is not None and cost.start is not None:
+            spent = usage.finished_amounts(
+                workload.owner_id,
+                workload.channel,
+                start=cost.start,
+                end=ended,
+                gpu_hours=cost.gpu_hours,
+                dollars=cost.dollars,
+            )
+            for table, amounts in spent.items():
+                self._store.add_amounts(table, amounts, usage.RETENTION_SECONDS)
+            if workload.requester_name:
+                self._store.put(usage.NAMES_TABLE, workload.requester_name.lower(), workload.owner_id)
         return costs.cost_text(cost)
 
     def _tell_removed(self, thread: status.Thread) -> None:

@@ -53,6 +53,8 @@ class SlackConfig:
     http: HttpModeConfig = field(default_factory=HttpModeConfig)
     max_file_bytes: int = 1 << 30
     """files.getUploadURLExternal answers file_upload_size_restricted above this `length`."""
+    home_tab_enabled: bool = True
+    """The manifest's `features.app_home.home_tab_enabled` (deploy/slack-app-manifest.yaml turns it on)."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class SlackEmulator:
             base_url=lambda: self.url,
             max_file_bytes=self.config.max_file_bytes,
             later=self._later,
+            home_tab_enabled=self.config.home_tab_enabled,
         )
         self.users = SimulatedUsers(
             self.workspace,
@@ -137,6 +140,9 @@ class SlackEmulator:
                 web.post("/emulator/v1/click", self._click),
                 web.post("/emulator/v1/submit", self._submit),
                 web.post("/emulator/v1/message", self._message),
+                web.post("/emulator/v1/home/open", self._open_home),
+                web.post("/emulator/v1/home/click", self._click_home),
+                web.get("/emulator/v1/home", self._home),
                 web.post("/emulator/v1/disconnect", self._disconnect),
                 web.post("/emulator/v1/ratelimits", self._set_rate_limits),
                 web.post("/emulator/v1/faults", self._set_faults),
@@ -267,6 +273,35 @@ class SlackEmulator:
                 team=_team(body.get("team")),
             )
         )
+
+    def home_of(self, user: str) -> Json | None:
+        """The Home view published for `user` (an id or a name), or None."""
+        found = next((u.id for u in self.workspace.users.values() if user in (u.id, u.name)), user)
+        view = self.context.homes.get(found)
+        return dict(view) if view is not None else None
+
+    async def _open_home(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        return await _delivery_response(
+            self.users.open_home(str(body.get("user", "")), str(body.get("tab", "home")))
+        )
+
+    async def _click_home(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        value = body.get("value")
+        return await _delivery_response(
+            self.users.click_home_button(
+                str(body.get("user", "")),
+                str(body.get("action_id", "")),
+                None if value is None else str(value),
+            )
+        )
+
+    async def _home(self, request: web.Request) -> web.Response:
+        view = self.home_of(request.query.get("user", ""))
+        if view is None:
+            return web.json_response({"ok": False, "error": "nothing published"}, status=404)
+        return web.json_response({"ok": True, "view": view, "text": render.render_blocks(view["blocks"])})
 
     async def _message(self, request: web.Request) -> web.Response:
         body = await _json_body(request)

@@ -104,6 +104,23 @@ class BackgroundSlack:
         the ack did to it (closed, errors, updated, pushed, cleared)."""
         return self.call(lambda: self.emulator.users.submit_view(user, view_id, typed, team=team))
 
+    def open_home(self, user: str, tab: str = "home") -> Delivery:
+        """`user` opens the app's Home tab (or `messages`): Slack sends app_home_opened."""
+        return self.call(lambda: self.emulator.users.open_home(user, tab))
+
+    def click_home_button(self, user: str, action_id: str, value: str | None = None) -> Delivery:
+        """Press a button on `user`'s published Home tab; `value` picks among buttons sharing the id."""
+        return self.call(lambda: self.emulator.users.click_home_button(user, action_id, value))
+
+    def home(self, user: str) -> Json | None:
+        """The Home view views.publish last published for `user`, as Slack stores it; None before any."""
+        return self.run(lambda: self.emulator.home_of(user))
+
+    def home_text(self, user: str) -> str:
+        """`user`'s Home tab as a reader sees it, one line per text line ("" when nothing is published)."""
+        view = self.home(user)
+        return "\n".join(render.render_blocks(view["blocks"])) if view else ""
+
     def open_views(self) -> list[Json]:
         """The modals open now, bottom of each stack first, as views.open answered them."""
         return self.run(lambda: [dict(v) for v in self.emulator.context.views])

@@ -11,7 +11,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
-from sim.slack import payloads, submissions
+from sim.slack import apphome, payloads, submissions
 from sim.slack.deliveries import Delivery
 from sim.slack.responses import ResponseTarget, ResponseUrls, apply_response, refusal
 from sim.slack.transcript import Channel, Ephemeral, Json, Message, Team, Workspace
@@ -156,6 +156,40 @@ class SimulatedUsers:
         )
         self.workspace.changed()
         return dataclasses.replace(delivery, shown=shown)
+
+    async def open_home(self, user: str, tab: str = "home") -> Delivery:
+        """The user opens the app's Home (or Messages) tab: Slack sends app_home_opened, every time."""
+        if tab not in apphome.TABS:
+            raise LookupError(f"no App Home tab {tab!r}; tabs are {', '.join(apphome.TABS)}")
+        user_id = self._user(user)
+        dm = self.workspace.open_dm(user_id)
+        self.workspace.record_action(kind="home", user=user_id, channel="", detail=tab)
+        view = self._context.homes.get(user_id)
+        event = apphome.opened_event(self.workspace, user=user_id, channel=dm.id, tab=tab, view=view)
+        return await self._deliver("events_api", event, False)
+
+    async def click_home_button(
+        self, user: str, action_id: str, value: str | None = None, *, team: Team | None = None
+    ) -> Delivery:
+        """Press a button on the Home tab published for `user`; `value` picks one of several that share
+        the action id (one per workload)."""
+        user_id, acting = self._actor(user, team)
+        view = self._context.homes.get(user_id)
+        if view is None:
+            raise LookupError(f"nothing is published on the App Home of {user_id}")
+        button = apphome.find_button(view, action_id, value)
+        action = self.workspace.record_action(kind="click", user=user_id, channel="", detail=action_id)
+        payload = apphome.block_actions(
+            self.workspace,
+            user=user_id,
+            team=acting,
+            view=view,
+            button=button,
+            action_ts=action.ts,
+            trigger_id=self._trigger(),
+        )
+        delivery = await self._deliver("interactive", payload, False)
+        return dataclasses.replace(delivery, shown="nothing" if delivery.acked else "warning")
 
     def _clickable(self, user: str, channel: str, ts: str) -> Message | Ephemeral:
         message = self.workspace.messages.get((channel, ts))

@@ -22,7 +22,6 @@ from sim.slack.webapi import (
     error_lines,
     json_param,
     text_param,
-    user_param,
 )
 
 ROOT_TYPE_MISMATCH = "must match the `type` of the root view whose stack we're pushing onto"
@@ -123,9 +122,27 @@ def views_update(ctx: Context, params: Params) -> Json:
     return {"view": found}
 
 
+INVALID_USER_ID = "invalid `user_id`"
+"""views.publish's answer to a missing or unknown user_id, without the "[ERROR]" prefix its schema findings
+carry (api.slack.com/methods/views.publish, "Typical error response, before getting to any possible
+validation errors")."""
+HOME = "home"
+
+
 def views_publish(ctx: Context, params: Params) -> Json:
-    user = user_param(ctx, params, "user_id")
+    """Only a Home tab view is published; any other type fails the method's view schema, which Slack
+    answers with the union line at /view (a real failed views.publish answer, in slack-web's golden tests:
+    hackage slack-web-2.2.1.0 tests/golden/ResponseJSON/failed_view_publish.json)."""
+    user = text_param(params, "user_id")
+    if user not in ctx.workspace.users or ctx.workspace.users[user].is_bot:
+        raise SlackError("invalid_arguments", response_metadata={"messages": [INVALID_USER_ID]})
     view = view_param(params)
+    if view.get("type") != HOME:
+        raise invalid_view([(schema.UNION, "/view")])
+    if not ctx.home_tab_enabled:
+        # docs.slack.dev/reference/methods/views.publish errors: "not_enabled: Error returned if a `home`
+        # view is published but the Home tab isn't enabled for the app."
+        raise SlackError("not_enabled")
     before = ctx.homes.get(user)
     if before is not None and params.get("hash") and params["hash"] != before["hash"]:
         raise SlackError("hash_conflict")

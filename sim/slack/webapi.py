@@ -40,6 +40,9 @@ class Context:
     """files.getUploadURLExternal refuses a larger `length` (slack_sdk's MAX_V2_FILE_SIZE, 1 GB)."""
     homes: dict[str, Json] = field(default_factory=dict)
     """user id → the App Home view views.publish last published for them."""
+    home_tab_enabled: bool = True
+    """The app's manifest turns the Home tab on (`features.app_home.home_tab_enabled`); off, views.publish
+    answers `not_enabled`."""
     later: Callable[[float, Callable[[], None]], None] = lambda delay, action: None
     """Run `action` after `delay` wall seconds on the emulator's loop (chat.scheduleMessage)."""
 

@@ -13,7 +13,7 @@ import yaml
 from slack_sdk import WebClient
 
 from bot.core import commands
-from handlers import gpu
+from handlers import gpu, home
 from tests.deploy import chart
 
 MANIFEST = chart.ROOT / "deploy" / "slack-app-manifest.yaml"
@@ -25,6 +25,8 @@ SCOPE_OF_METHOD = {
     "conversations_open": "im:write",
     "files_upload_v2": "files:write",
     "users_info": "users:read",
+    "views_publish": None,
+    "views_open": None,  # docs.slack.dev/reference/methods/views.open: "No scope required"
     "auth_test": None,
 }
 """WebClient method → the bot scope Slack's docs require for it (None: no scope)."""
@@ -61,6 +63,14 @@ def test_socket_mode_and_interactivity_are_on() -> None:
     assert settings["socket_mode_enabled"] is True
     assert settings["interactivity"]["is_enabled"] is True
     assert "request_url" not in settings["interactivity"], "Socket Mode delivers button clicks itself"
+
+
+def test_the_home_tab_is_on_with_its_event_and_no_other_event() -> None:
+    """views.publish and app_home_opened need no scope (docs.slack.dev/reference/methods/views.publish,
+    api.slack.com/events/app_home_opened), so the Home tab adds no line to the scopes above."""
+    loaded = manifest()
+    assert loaded["features"]["app_home"]["home_tab_enabled"] is True
+    assert loaded["settings"]["event_subscriptions"]["bot_events"] == [home.EVENT]
 
 
 def test_the_slash_command_is_the_one_the_handler_registers_with_a_usage_hint() -> None:

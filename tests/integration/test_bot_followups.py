@@ -14,7 +14,7 @@ import redis
 
 from bot import app
 from bot.adapters import store
-from bot.core import costs, provisioning
+from bot.core import provisioning, usage
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import (
@@ -143,9 +143,10 @@ def test_a_released_thread_ends_with_what_the_run_cost_and_stays_quiet_as_its_po
     assert replies(slack, root) == said_running  # neither the release nor the drain notifies the owner
     spent = store.RedisStore(redis.Redis.from_url(redis_url), prefix="gpubot:")
     # The sim's clock starts at the wall clock, so a run near midnight UTC may end on the next day.
-    days = {released_day, status_day}
-    assert sum(spent.amount(costs.spend_key("U_ALICE", day)) or 0.0 for day in days) > 0
-    today = spent.amount(costs.spend_key("U_ALICE", status_day))
+    kept = {day: usage.read_day(spent.amounts(f"spend:{day}") or {}) for day in {released_day, status_day}}
+    spenders = {(s.user, s.channel) for day in kept.values() for s in day if s.dollars > 0}
+    assert spenders == {("U_ALICE", "C_GPU")}
+    today = sum(s.dollars for s in kept[status_day])
     assert spend == f"Your finished runs today (UTC): ${today:,.2f}"
 
 

@@ -92,3 +92,32 @@ def test_the_command_starts_the_prompt_and_exits_cleanly_at_end_of_input() -> No
     assert "** you now type as bob" in done.stdout
     assert done.stdout.rstrip().endswith("you now type as bob"), done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_a_person_opens_the_home_tab_sees_their_workload_and_spend_and_releases_from_it() -> None:
+    out = io.StringIO()
+    with cli_demo.demo_environment(out) as story:
+        session = cli_interactive.Session(story, out)
+        session.run(io.StringIO(f"home\n/gpu {cli_demo.RUN}\nwait 7m\nwait 20m\nhome\n"))
+        (pod,) = gpubot_pods(story)
+        listing_starts = len(out.getvalue())
+        session.run(io.StringIO("buttons\n"))
+        listing = out.getvalue()[listing_starts:]
+        found = re.findall(r"^ +(\d+)\. \[Release GPU\] on the Home tab, for (\S+)$", listing, re.MULTILINE)
+        assert found == [(found[0][0], pod["metadata"]["name"])], listing
+        session.run(io.StringIO(f"click {found[0][0]}\nwait 1m\nhome\n"))
+        assert gpubot_pods(story) == []
+
+    text = out.getvalue()
+    name = pod["metadata"]["name"]
+    first_home, second_home = text.split("** alice opens gpubot's Home tab")[1:3]
+    assert "  | None running. Start one with `/gpu run IMAGE`." in first_home
+    assert "  | This week, since Monday " in first_home and "(UTC): nothing yet" in first_home
+    assert f"  | • `{name}` — Running, on gke-" in second_home, second_home
+    week = re.search(
+        r"  \| This week, since Monday \d+ \w+ \(UTC\): \$\d+\.\d\d · (\d+\.\d) GPU-hours", second_home
+    )
+    assert week and float(week[1]) >= 0.3, second_home  # 20 minutes and more on its GPU
+    assert "  | [Extend lease] (primary) [Release GPU] (danger)" in second_home
+    assert "  | • gpu-pool: 1 node(s) ready" in second_home or "GPUs 0 free, 1 used" in second_home
+    assert f"** alice clicks [Release GPU] on the Home tab, for {name}" in text

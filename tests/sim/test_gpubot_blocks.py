@@ -111,7 +111,46 @@ def everything_else() -> list[notices.Notice]:
         notices.ChannelEpisode(
             "p" * 300, LONG, tuple(LONG for _ in range(200)), warning=LONG, cost="$1,234.57"
         ),
+        *usage_reports(),
     ]
+
+
+def usage_reports() -> list[notices.UsageReport]:
+    rows = tuple((f"U{i:010d}", LONG[: i % 300]) for i in range(1000))
+    return [
+        notices.UsageReport("Your spend this week, since Monday 30 Nov (UTC)", ("$12.40 · 5.0 GPU-hours",)),
+        notices.UsageReport(LONG, (LONG,) * 50, by_user=rows, by_channel=rows, note=LONG),
+    ]
+
+
+def homes() -> list[notices.Home]:
+    item = notices.HomeWorkload(
+        "• `train-1` — Running", "ml/train-1", notices.Buttons(release=True, extend=True)
+    )
+    longest = notices.HomeWorkload(LONG, f"{NAMESPACE}/{NAME}", notices.Buttons(release=True, extend=True))
+    spend = usage_reports()[0]
+    return [
+        notices.Home((), spend, ()),
+        notices.Home((item,), spend, ("• gpu-pool: 1 node(s) ready · no line",), ("Weekdays 08:00",), spend),
+        notices.Home(
+            (longest,) * 300,
+            usage_reports()[1],
+            (LONG,) * 300,
+            (LONG,) * 300,
+            usage_reports()[1],
+            updated=datetime(2026, 12, 6, tzinfo=UTC),
+            problem=LONG,
+        ),
+    ]
+
+
+@pytest.mark.parametrize("home", homes(), ids=["empty", "ordinary", "longest"])
+def test_every_app_home_passes_slacks_view_rules(home: notices.Home) -> None:
+    view = slack_render.render_home(home)
+    assert schema.format_problems(blockkit.check_view(view)) == []
+    assert len(view["blocks"]) <= blockkit.VIEW_BLOCKS_MAX
+    block_ids = [b["block_id"] for b in view["blocks"] if "block_id" in b]
+    assert len(block_ids) == len(set(block_ids)), "Slack refuses a block_id used twice in one view"
 
 
 CASES = statuses() + everything_else()

@@ -175,7 +175,7 @@ def test_app_home_is_published_per_user_and_checked(client: WebClient) -> None:
     assert refusal(lambda: client.views_publish(user_id="U_ALICE", view=too_long))["response_metadata"] == {
         "messages": ["[ERROR] must be less than 151 characters [json-pointer:/view/blocks/0/text/text]"]
     }
-    assert refusal(lambda: client.views_publish(user_id="U_NOPE", view=home))["error"] == "user_not_found"
+    assert refusal(lambda: client.views_publish(user_id="U_NOPE", view=home))["error"] == "invalid_arguments"
 
 
 # -- the directory -------------------------------------------------------------------------------

@@ -377,3 +377,42 @@ def test_a_run_without_an_image_on_a_profile_without_one_is_refused_with_a_fix()
     assert isinstance(refused, models.UsageError)
     assert refused.problem == "`/gpu run` needs an image: the `t4` type has none of its own."
     assert refused.suggestion == f"/gpu run {IMAGE} --type t4"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("usage", models.UsageRequest()),
+        ("usage month", models.UsageRequest(period="month")),
+        ("usage WEEK", models.UsageRequest(period="week")),
+        ("usage @Alice", models.UsageRequest(user_name="alice")),
+        ("usage month <@U01ABC2DEF|alice>", models.UsageRequest(period="month", user_id="U01ABC2DEF")),
+        ("usage <@U01ABC2DEF> week", models.UsageRequest(user_id="U01ABC2DEF")),
+        ("usage @U01ABC2DEF", models.UsageRequest(user_id="U01ABC2DEF")),
+        ("spend", models.UsageError("`spend` is not a `/gpu` command; did you mean `usage`?", "/gpu usage")),
+        ("help usage", models.HelpRequest(topic="usage")),
+    ],
+)
+def test_usage_takes_a_period_and_a_user_in_any_order(text: str, expected: object) -> None:
+    assert commands.parse_gpu_command(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "got"),
+    [
+        ("usage fortnight", "fortnight"),
+        ("usage week month", "week month"),
+        ("usage @alice @bob", "@alice @bob"),
+        ("usage @", "@"),
+    ],
+)
+def test_usage_refuses_what_it_does_not_take(text: str, got: str) -> None:
+    parsed = commands.parse_gpu_command(text)
+    assert parsed == models.UsageError(
+        f"`/gpu usage` takes `week` or `month`, and one `@user` (got {got!r}).", commands.USAGES["usage"]
+    )
+
+
+def test_usage_is_in_the_help_and_no_longer_a_help_flag() -> None:
+    assert "`/gpu usage [week|month] [@user]`" in commands.help_text()
+    assert commands.help_text("usage").startswith("`/gpu usage [week|month] [@user]`\nWhat GPUs cost")
