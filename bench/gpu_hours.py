@@ -25,7 +25,8 @@ from pathlib import Path
 from bench import figures, gpu_hours_bot, gpu_hours_ledger, gpu_hours_replay, gpu_hours_report, trace
 from bench.gpu_hours_replay import Outcome
 from bench.gpu_hours_report import ARMS, CULLER, GPUBOT, NO_REAPER
-from bot import cli_demo, settings
+from bot import settings
+from bot.cli import demo as cli_demo
 from sim.cluster import world
 
 SEED = 7

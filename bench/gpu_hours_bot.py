@@ -31,8 +31,9 @@ from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
 
 from bench import gpu_hours_ledger, trace
 from bench.gpu_hours_replay import CUDA, Reap
-from bot import app, cli_demo, settings
+from bot import app, settings
 from bot.adapters import slack_outbox, slack_render, store
+from bot.cli import demo as cli_demo
 from bot.core import labels, reaping
 from sim.cluster import world
 from sim.slack.emulator import SlackConfig

@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 import yaml
 from kubernetes import client
 
-from bot import cli_demo
 from bot.adapters import store
+from bot.cli import demo as cli_demo
 from sim.cluster import world
 from sim.cluster.store import Change
 from sim.slack.emulator import SlackConfig

@@ -10,8 +10,9 @@ import pytest
 import redis
 from kubernetes import client
 
-from bot import app, cli_demo
+from bot import app
 from bot.adapters import store
+from bot.cli import demo as cli_demo
 from sim.cluster import config, world
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import bot_settings, emulator_config, running_bot

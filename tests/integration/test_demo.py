@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot import cli_demo
+from bot.cli import demo as cli_demo
 from bot.core import labels
 from sim.cluster.store import DELETED, Change
 

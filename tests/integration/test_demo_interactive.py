@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot import cli_demo, cli_interactive
+from bot.cli import demo as cli_demo
+from bot.cli import interactive as cli_interactive
 from bot.core import labels
 from sim.slack.transcript import Json
 

@@ -18,8 +18,9 @@ import urllib3
 import yaml
 from kubernetes import client
 
-from bot import cli, cli_demo
+from bot import cli
 from bot.adapters import store
+from bot.cli import demo as cli_demo
 from bot.core import provisioning
 from sim import seed
 from sim.cluster import autoscaler, world

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot import app, cli_demo, settings
+from bot import app, settings
+from bot.cli import demo as cli_demo
 from bot.core import labels
 from sim.cluster import world
 from sim.slack.emulator import SlackConfig

@@ -21,7 +21,7 @@ from typing import Any
 import redis
 import yaml
 
-from bot import cli_demo
+from bot.cli import demo as cli_demo
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
 

@@ -31,8 +31,9 @@ from typing import Any
 
 from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
 
-from bot import app, cli_demo, settings
+from bot import app, settings
 from bot.adapters import slack_outbox
+from bot.cli import demo as cli_demo
 from bot.core import labels
 from sim.cluster import world
 from sim.slack.emulator import SlackConfig

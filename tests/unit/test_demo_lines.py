@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot import cli_interactive as repl
+from bot.cli import interactive as repl
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """`gpubot demo --interactive`: you type the `/gpu` commands and press the buttons yourself.
 
-Part of the CLI family: it plays on `gpubot demo`'s own environment (`cli_demo.demo_environment`: the sim,
+Part of the CLI family: it plays on `gpubot demo`'s own environment (`demo.demo_environment`: the sim,
 the Slack emulator, the real bot and the live transcript), so both modes always run the same thing. What a
 line asks for is decided by a pure parser; the session only carries it out and prints what changed.
 """
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from bot import cli_demo
+from bot.cli import demo
 
 Json = dict[str, Any]
 
@@ -32,7 +32,7 @@ DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s?)?")
 BANNER = f"""\
 You are alice in #gpu-users: the bot, the cluster and Slack are real, and the clock moves only when you wait.
 Try first:
-  /gpu {cli_demo.RUN}    ask for a GPU; the pool starts at 0 nodes
+  /gpu {demo.RUN}    ask for a GPU; the pool starts at 0 nodes
   wait 3m       let time pass, twice: a GPU node takes about 6 minutes from zero
   buttons       number the buttons you can press, then `click 1`
 Then `/gpu status`, `home`, `as bob`, `pool`, `help`; `quit` or Ctrl-D to stop."""
@@ -245,14 +245,14 @@ def buttons_in(blocks: list[Json]) -> list[Json]:
 class Session:
     """One person at the prompt: who they type as, and the buttons they were last shown."""
 
-    def __init__(self, story: cli_demo.Story, out: TextIO) -> None:
+    def __init__(self, story: demo.Story, out: TextIO) -> None:
         self.story, self.out = story, out
         self.user = USERS["alice"]
         self.listed: list[Clickable] = []
 
     @property
     def name(self) -> str:
-        return cli_demo.NAMES[self.user]
+        return demo.NAMES[self.user]
 
     def run(self, stdin: TextIO) -> None:
         """Read lines until `quit` or end of input; the prompt is echoed when no terminal shows it."""
@@ -306,8 +306,8 @@ class Session:
 
     def settle(self) -> None:
         """Show what the bot says back: refresh on each change until the transcript rests for `QUIET`."""
-        deadline = time.monotonic() + cli_demo.BOT_WAIT
-        self.story.bot.outbox.flush(timeout=cli_demo.BOT_WAIT)
+        deadline = time.monotonic() + demo.BOT_WAIT
+        self.story.bot.outbox.flush(timeout=demo.BOT_WAIT)
         self.story.live.refresh()
         while time.monotonic() < deadline and self.transcript_changes():
             self.story.live.refresh()
@@ -317,7 +317,7 @@ class Session:
         slack = self.story.slack
         seen = slack.transcript()
         try:
-            slack.wait_until(lambda: slack.transcript() != seen, timeout=cli_demo.QUIET)
+            slack.wait_until(lambda: slack.transcript() != seen, timeout=demo.QUIET)
         except TimeoutError:
             return False
         return True
@@ -358,11 +358,11 @@ class Session:
         before = (slack.home(self.user) or {}).get("hash")
         self.story.live.say(f"{self.name} opens gpubot's Home tab")
         slack.open_home(self.user)
-        self.story.bot.outbox.flush(timeout=cli_demo.BOT_WAIT)
+        self.story.bot.outbox.flush(timeout=demo.BOT_WAIT)
         try:
             slack.wait_until(
                 lambda: (slack.home(self.user) or {}).get("hash") not in (None, before),
-                timeout=cli_demo.BOT_WAIT,
+                timeout=demo.BOT_WAIT,
             )
         except TimeoutError:
             self.print("hint: the bot published no Home tab in time; try `home` again")
@@ -441,7 +441,7 @@ def read_terminal(prompt: str) -> str | None:
 def play_interactive(stdin: TextIO, out: TextIO) -> int:
     """Start the demo's environment and hand the prompt to a person until they quit."""
     note = "the clock moves only when you `wait`"
-    with cli_demo.demo_environment(out, clock_note=note) as story:
+    with demo.demo_environment(out, clock_note=note) as story:
         print(BANNER, file=out, flush=True)
         try:
             Session(story, out).run(stdin)

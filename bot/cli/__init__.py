@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot import cli_doctor, cli_pool
+from bot.cli import doctor, pool
 from bot.settings import Settings, SettingsError
 
 DEFAULT_KUBECONFIG = Path.home() / ".gpubot" / "sim" / "kubeconfig"
@@ -113,8 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=SERVE_EPILOG,
         formatter_class=RAW,
     )
-    cli_pool.add_parser(sub)
-    cli_doctor.add_parser(sub)
+    pool.add_parser(sub)
+    doctor.add_parser(sub)
     return parser
 
 
@@ -218,17 +218,17 @@ def main(argv: list[str] | None = None) -> int:
 
         return seed.run_demo(speed=args.speed, out=sys.stdout)
     if args.command == "demo" and args.interactive:
-        from bot import cli_interactive  # like the story, needs the bot's Slack and Kubernetes clients
+        from bot.cli import interactive  # like the story, needs the bot's Slack and Kubernetes clients
 
-        return cli_interactive.play_interactive(sys.stdin, sys.stdout)
+        return interactive.play_interactive(sys.stdin, sys.stdout)
     if args.command == "demo":
-        from bot import cli_demo  # the bot's Slack and Kubernetes clients, needed by this command only
+        from bot.cli import demo  # the bot's Slack and Kubernetes clients, needed by this command only
 
-        return cli_demo.play_story(sys.stdout)
+        return demo.play_story(sys.stdout)
     if args.command == "pool":
-        return cli_pool.run(args)
+        return pool.run(args)
     if args.command == "doctor":
-        return cli_doctor.run(args)
+        return doctor.run(args)
     if args.command == "serve":
         return serve()
     return 2
@@ -314,7 +314,3 @@ def sim_instructions(url: str, kubeconfig: Path, *, gpu_pool: bool) -> str:
         "Ctrl-C stops it.",
     ]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
