@@ -26,7 +26,7 @@ from bench import figures, gpu_hours_bot, gpu_hours_ledger, gpu_hours_replay, gp
 from bench.gpu_hours_replay import Outcome
 from bench.gpu_hours_report import ARMS, CULLER, GPUBOT, NO_REAPER
 from bot import settings
-from bot.cli import demo as cli_demo
+from bot.testing import stages
 from sim.cluster import world
 
 SEED = 7
@@ -47,7 +47,7 @@ def run_arm(
     policy: settings.ReaperSettings = DEFAULT_POLICY,
 ) -> Outcome:
     """One arm on a fresh sim, its GPU pool allowed to grow to the trace's maximum."""
-    with cli_demo.loopback_environment(), world.BackgroundWorld(world.WorldConfig()) as sim:
+    with stages.loopback_environment(), world.BackgroundWorld(world.WorldConfig()) as sim:
         sim.run(
             lambda: sim.world.registry.set_autoscaling(
                 gpu_hours_ledger.POOL, enabled=True, min_size=0, max_size=day.pool_max_nodes

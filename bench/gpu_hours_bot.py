@@ -27,14 +27,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
-
 from bench import gpu_hours_ledger, trace
 from bench.gpu_hours_replay import CUDA, Reap
 from bot import app, settings
 from bot.adapters import slack_outbox, slack_render, store
-from bot.cli import demo as cli_demo
+from bot.cli import demo
 from bot.core import labels, reaping
+from bot.testing import runner, stages
 from sim.cluster import world
 from sim.slack.emulator import SlackConfig
 from sim.slack.ratelimits import RateLimitConfig
@@ -42,7 +41,7 @@ from sim.slack.runner import BackgroundSlack
 from sim.slack.transcript import User
 
 Json = dict[str, Any]
-OPS = cli_demo.OPS_CHANNEL
+OPS = demo.OPS_CHANNEL
 """The scale channel: the demo settings these build on post there."""
 WAIT = 30.0
 """Real seconds the bot may take to answer one thing; reached only when something is broken."""
@@ -250,22 +249,16 @@ def slack_config(day: trace.Trace) -> SlackConfig:
     )
 
 
-def bot_settings(
-    sim: world.BackgroundWorld,
-    slack: BackgroundSlack,
-    tmp: Path,
-    redis_url: str,
-    reaper: settings.ReaperSettings = DEFAULT_REAPER,
-) -> settings.Settings:
+def bot_settings(stage: stages.Stage, reaper: settings.ReaperSettings = DEFAULT_REAPER) -> settings.Settings:
     """A deployment's defaults (or the reaper settings given), with the sim's Prometheus for idleness and
     one replica."""
-    demo = cli_demo.bot_settings(sim, slack, tmp, redis_url)
+    demo = stages.bot_settings(stage, scale_channel=OPS)
     return dataclasses.replace(
         demo,
         # The ledger and the baseline replay count pods in one namespace, the sim's `default`.
         cluster=dataclasses.replace(demo.cluster, namespace=gpu_hours_ledger.NAMESPACE),
         quota=settings.QuotaSettings(),
-        reaper=dataclasses.replace(reaper, prometheus_url=sim.url),
+        reaper=dataclasses.replace(reaper, prometheus_url=stage.sim.url),
         leader=settings.LeaderSettings(enabled=False),
         log_level="WARNING",
     )
@@ -280,21 +273,21 @@ def gpubot_arm(
     redis_url: str = "",
     reaper: settings.ReaperSettings = DEFAULT_REAPER,
 ) -> Iterator[GpubotArm]:
-    """The bot on `sim`, with a Slack emulator of the trace's team, and a Redis of its own unless given."""
+    """The bot on `sim`, with a Slack emulator of the trace's team, and a Redis of its own unless given.
+    The bench runs the reaper's rounds and the timers' ticks itself."""
     with (
         tempfile.TemporaryDirectory(prefix="gpubot-gpu-hours-") as tmp,
         BackgroundSlack(slack_config(day)) as slack,
         contextlib.nullcontext(redis_url) if redis_url else store.private_redis_server() as redis,
     ):
-        config = bot_settings(sim, slack, Path(tmp), redis or store.MEMORY_URL, reaper)
-        bot = app.build(config, clock=sim.world.clock.datetime, outbox_settings=UNLIMITED)
-        bot.reap_seconds = bot.tick_seconds = NEVER
-        bot.start(sync_timeout=WAIT)
-        handler = SocketModeHandler(bot.app, config.slack.app_token)
-        app.connect(handler)
-        slack.wait_for_connections(1, timeout=WAIT)
-        try:
+        stage = stages.Stage(sim, slack, redis or store.MEMORY_URL, Path(tmp))
+        with runner.running_bot(
+            bot_settings(stage, reaper),
+            slack,
+            reaper_timer=False,
+            wait=WAIT,
+            clock=sim.world.clock.datetime,
+            outbox_settings=UNLIMITED,
+            tick_seconds=NEVER,
+        ) as bot:
             yield GpubotArm(day, sim, slack, bot, ledger)
-        finally:
-            app.hang_up(handler)
-            bot.stop()

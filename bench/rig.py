@@ -11,29 +11,22 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
-import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from kubernetes import client
 
-from bot.adapters import store
-from bot.cli import demo as cli_demo
+from bot.testing import stages
 from sim.cluster import world
-from sim.cluster.store import Change
 from sim.slack.emulator import SlackConfig
-from sim.slack.runner import BackgroundSlack
 
 T = TypeVar("T")
 Json = dict[str, Any]
@@ -70,43 +63,14 @@ def wait_for(predicate: Callable[[], T | None], *, timeout: float, what: str, ev
     return found
 
 
-@dataclass
-class Stage:
-    sim: world.BackgroundWorld
-    slack: BackgroundSlack
-    redis_url: str
-    directory: Path
-
-    def kubeconfig(self) -> Path:
-        path = self.directory / "kubeconfig.yaml"
-        if not path.exists():
-            path.write_text(yaml.safe_dump(self.sim.world.kubeconfig()))
-        return path
-
-    def traffic(self) -> Json:
-        found: Json = self.sim.run(self.sim.world.api.traffic.snapshot)
-        return found
-
-    def reset_traffic(self) -> None:
-        self.sim.run(self.sim.world.api.traffic.reset)
-
-    def on_commit(self, listener: Callable[[Change], None]) -> None:
-        """`listener` hears every change the sim's store commits, on the sim's thread, as it commits."""
-        self.sim.run(lambda: self.sim.world.store.subscribe(listener))
+Stage = stages.Stage
+"""The shared harness's stage (bot/testing): the sim, the emulator, a private Redis and a directory."""
 
 
-@contextlib.contextmanager
-def stage(world_config: world.WorldConfig, slack_config: SlackConfig) -> Iterator[Stage]:
-    with (
-        cli_demo.loopback_environment(),
-        tempfile.TemporaryDirectory(prefix="gpubot-bench-") as tmp,
-        world.BackgroundWorld(world_config) as sim,
-        BackgroundSlack(slack_config) as slack,
-        store.private_redis_server() as redis_url,
-    ):
-        if redis_url is None:
-            raise RuntimeError("redis-server is not on PATH; install it (Debian: apt install redis-server)")
-        yield Stage(sim, slack, redis_url, Path(tmp))
+def stage(
+    world_config: world.WorldConfig, slack_config: SlackConfig
+) -> contextlib.AbstractContextManager[Stage]:
+    return stages.stage(world_config, slack_config, prefix="gpubot-bench-")
 
 
 # -- the bot as a process ------------------------------------------------------------------------
@@ -179,22 +143,13 @@ class BotProcess(Process):
 
     def __init__(self, stage: Stage, *, name: str = "bot", **env: str) -> None:
         self.health_port = free_port()
-        settings = {
-            "SLACK_BOT_TOKEN": stage.slack.bot_token,
-            "SLACK_APP_TOKEN": stage.slack.app_token,
-            "SLACK_API_URL": stage.slack.api_url,
-            "KUBECONFIG": str(stage.kubeconfig()),
-            "REDIS_URL": stage.redis_url,
-            "GPUBOT_HEALTH_PORT": str(self.health_port),
-            "GPUBOT_NAMESPACE": "default",  # where the stages count pods: the sim's unlabelled namespace
-            "GPUBOT_MAX_GPUS_PER_USER": "8",
-            "POD_NAME": f"gpubot-{name}",
-            "SKIP_SLACK_SDK_WARNING": "1",
-            "PYTHONUNBUFFERED": "1",
-        }
-        inherited = {k: v for k, v in os.environ.items() if k not in cli_demo.LOOPBACK_UNSAFE_ENV}
-        inherited.pop("no_proxy", None)
-        super().__init__(serve_command(), inherited | settings | env, stage.directory / f"{name}.log")
+        settings = stages.serve_environment(
+            stage,
+            GPUBOT_HEALTH_PORT=str(self.health_port),
+            GPUBOT_MAX_GPUS_PER_USER="8",
+            POD_NAME=f"gpubot-{name}",
+        )  # in the sim's unlabelled namespace `default`, where the stages count pods
+        super().__init__(serve_command(), settings | env, stage.directory / f"{name}.log")
 
     def start_and_wait(self, stage: Stage) -> None:
         """Start, and wait until it is ready (informers synced, Socket Mode connected) and leading."""
@@ -237,9 +192,7 @@ class ScriptProcess(Process):
     """A bench module as its own process (the bare Bolt baseline), with the Slack environment the bot gets."""
 
     def __init__(self, stage: Stage, module: str, *, name: str, **env: str) -> None:
-        inherited = {k: v for k, v in os.environ.items() if k not in cli_demo.LOOPBACK_UNSAFE_ENV}
-        inherited.pop("no_proxy", None)
-        settings = {
+        settings = stages.inherited_environment() | {
             "SLACK_BOT_TOKEN": stage.slack.bot_token,
             "SLACK_APP_TOKEN": stage.slack.app_token,
             "SLACK_API_URL": stage.slack.api_url,
@@ -247,7 +200,7 @@ class ScriptProcess(Process):
             "PYTHONUNBUFFERED": "1",
         }
         command = [sys.executable, "-m", module]
-        super().__init__(command, inherited | settings | env, stage.directory / f"{name}.log")
+        super().__init__(command, settings | env, stage.directory / f"{name}.log")
 
 
 def bot_requests(traffic: Json) -> list[Json]:

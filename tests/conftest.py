@@ -12,7 +12,7 @@ from kubernetes import client
 
 from bot import app
 from bot.adapters import store
-from bot.cli import demo as cli_demo
+from bot.testing import stages
 from sim.cluster import config, world
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import bot_settings, emulator_config, running_bot
@@ -46,7 +46,7 @@ def core(api_client: client.ApiClient) -> client.CoreV1Api:
 @pytest.fixture
 def slack_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """WebClient adopts proxy variables even for loopback, and Bolt prefers SLACK_* tokens from the env."""
-    for name in cli_demo.LOOPBACK_UNSAFE_ENV:
+    for name in stages.LOOPBACK_UNSAFE_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SKIP_SLACK_SDK_WARNING", "1")
 

@@ -8,23 +8,16 @@ after each, so the episode is the same every run and an hour of simulated time t
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
-from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
-
-from bot import app, settings
+from bot import app
 from bot.adapters import store
 from bot.services import reaper
+from bot.testing import runner, stages
 from sim.cluster import world
 from sim.slack import render
-from sim.slack.emulator import SlackConfig
-from sim.slack.ratelimits import RateLimitConfig
 from sim.slack.runner import BackgroundSlack
 from sim.slack.transcript import Json
 
@@ -47,15 +40,6 @@ BOT_WAIT = 10.0
 """Real seconds to wait for the bot to answer something it must answer; reached only when broken."""
 QUIET = 0.15
 """Real seconds without a sought change after a clock step before the story moves the clock again."""
-LOOPBACK_UNSAFE_ENV = (
-    "HTTPS_PROXY",
-    "https_proxy",
-    "HTTP_PROXY",
-    "http_proxy",
-    "SLACK_BOT_TOKEN",
-    "SLACK_APP_TOKEN",
-)
-"""The Slack SDK sends even loopback calls through a proxy, and Bolt prefers tokens from the environment."""
 
 
 class LiveTranscript:
@@ -285,72 +269,21 @@ def play_story(out: TextIO) -> int:
 @contextlib.contextmanager
 def demo_environment(out: TextIO, *, clock_note: str = "the clock moves with the story") -> Iterator[Story]:
     """The sim, the Slack emulator and the real bot, in-process; every demo mode plays on this one setup."""
-    with (
-        loopback_environment(),
-        tempfile.TemporaryDirectory(prefix="gpubot-demo-") as tmp,
-        world.BackgroundWorld(world.WorldConfig()) as sim,
-        BackgroundSlack(SlackConfig(rate_limits=RateLimitConfig(enabled=False))) as slack,
-        store.private_redis_server() as redis_url,
-    ):
+    with stages.stage(prefix="gpubot-demo-", memory_fallback=True) as stage:
+        sim, slack = stage.sim, stage.slack
         live = LiveTranscript(sim, slack, out)
         live.say(f"embedded cluster at {sim.url}, Slack emulator at {slack.url}; {clock_note}")
-        if redis_url is None:
+        if stage.redis_url == store.MEMORY_URL:
             live.say("redis-server is not installed, so the bot keeps its Redis state in this process")
         else:
-            live.say(f"a private Redis at {redis_url}")
-        config = bot_settings(sim, slack, Path(tmp), redis_url or store.MEMORY_URL)
-        with running_bot(config, sim, slack) as bot:
+            live.say(f"a private Redis at {stage.redis_url}")
+        config = stages.bot_settings(stage, scale_channel=OPS_CHANNEL, metrics=True)
+        # The bot's clock is the sim's, so times agree. Its reaper has no timer: the story runs a round
+        # after each clock step (`Story.step_clock`), as the reaper tests do; a timer fast enough to keep
+        # up fired while the last round still waited for Slack, and APScheduler logged a warning for each
+        # round it skipped into the transcript.
+        with runner.running_bot(
+            config, slack, reaper_timer=False, wait=BOT_WAIT, clock=sim.world.clock.datetime
+        ) as bot:
             yield Story(sim, slack, live, bot)
         live.refresh()
-
-
-def bot_settings(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp: Path, redis_url: str
-) -> settings.Settings:
-    kubeconfig = tmp / "kubeconfig.yaml"
-    kubeconfig.write_text(yaml.safe_dump(sim.world.kubeconfig()))
-    return settings.Settings(
-        slack=settings.SlackSettings(
-            bot_token=slack.bot_token,
-            app_token=slack.app_token,
-            api_base_url=slack.api_url,
-            scale_channel=OPS_CHANNEL,
-        ),
-        cluster=settings.ClusterSettings(kubeconfig=str(kubeconfig)),
-        quota=settings.QuotaSettings(admins=frozenset({"U_ADMIN"})),
-        redis=settings.RedisSettings(url=redis_url),
-        reaper=settings.ReaperSettings(prometheus_url=sim.url),
-    )
-
-
-@contextlib.contextmanager
-def running_bot(
-    config: settings.Settings, sim: world.BackgroundWorld, slack: BackgroundSlack
-) -> Iterator[app.Bot]:
-    """The real bot: informers synced, one Socket Mode connection; its clock is the sim's, so times agree.
-
-    Its reaper has no timer: the story runs a round after each clock step (`Story.step_clock`), as the
-    reaper tests do. A timer counts real seconds, which mean nothing on a clock the story moves; one fast
-    enough to keep up fired while the last round still waited for Slack, and APScheduler logged a warning
-    for each round it skipped into the transcript."""
-    bot = app.build(config, clock=sim.world.clock.datetime)
-    bot.start(sync_timeout=BOT_WAIT)
-    bot.scheduler.remove_job("reap")
-    handler = SocketModeHandler(bot.app, config.slack.app_token)
-    app.connect(handler)
-    slack.wait_for_connections(1, timeout=BOT_WAIT)
-    try:
-        yield bot
-    finally:
-        app.hang_up(handler)
-        bot.stop()
-
-
-@contextlib.contextmanager
-def loopback_environment() -> Iterator[None]:
-    saved = {name: os.environ.pop(name) for name in LOOPBACK_UNSAFE_ENV if name in os.environ}
-    os.environ.setdefault("SKIP_SLACK_SDK_WARNING", "1")  # the SDK's stderr notice would break the transcript
-    try:
-        yield
-    finally:
-        os.environ.update(saved)

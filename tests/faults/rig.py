@@ -15,20 +15,20 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import redis
 
 from bot import app
 from bot.adapters import kube, kube_retry, slack_outbox
+from bot.testing import stages
 from sim.cluster import world
 from sim.cluster.store import Change
 from sim.slack.emulator import SlackConfig
 from sim.slack.ratelimits import FaultConfig, RateLimitConfig
 from sim.slack.runner import BackgroundSlack
 from sim.slack.socket_mode import SocketModeConfig
-from tests.integration.botkit import WAIT, Json, bot_settings, running_bot, timeline
+from tests.integration.botkit import WAIT, Json, running_bot, timeline
 
 EXTRA_RUNS = int(os.environ.get("GPUBOT_FAULT_RUNS", "0"))
 """The slower variant: GPUBOT_FAULT_RUNS=N tells each faulted story N more times, at seeded random
@@ -107,9 +107,8 @@ def post_json(url: str, body: Json) -> Json:
 
 
 @contextlib.contextmanager
-def rig(tmp_path: Path, redis_url: str) -> Iterator[Rig]:
+def rig(redis_url: str) -> Iterator[Rig]:
     """A fresh world, emulator and bot, no faults yet: Bolt's own start-up calls must succeed."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
     with redis.Redis.from_url(redis_url) as connection:
         connection.flushdb()  # scale-up history from an earlier run would change this run's ETAs
     config = SlackConfig(
@@ -117,8 +116,8 @@ def rig(tmp_path: Path, redis_url: str) -> Iterator[Rig]:
         socket_mode=SocketModeConfig(ack_timeout=3.0),
         faults=FaultConfig(),
     )
-    with world.BackgroundWorld(world.WorldConfig()) as sim, BackgroundSlack(config) as slack:
-        settings = bot_settings(sim, slack, tmp_path, redis_url)
+    with stages.stage(slack_config=config, redis_url=redis_url, prefix="gpubot-faults-") as stage:
+        settings = stages.bot_settings(stage, namespace="default")
         cluster = kube.KubeCluster.from_kubeconfig(
             settings.cluster.kubeconfig,
             namespace=settings.cluster.namespace,
@@ -126,11 +125,11 @@ def rig(tmp_path: Path, redis_url: str) -> Iterator[Rig]:
             request_settings=QUICK_REQUESTS,
         )
         news = ChangeCounter()
-        sim.run(lambda: sim.world.store.subscribe(news.record))
+        stage.on_commit(news.record)
         with running_bot(
-            settings, slack, cluster=cluster, tick_seconds=TICK_SECONDS, outbox_settings=QUICK_OUTBOX
+            settings, stage.slack, cluster=cluster, tick_seconds=TICK_SECONDS, outbox_settings=QUICK_OUTBOX
         ) as bot:
-            yield Rig(sim, slack, bot, news)
+            yield Rig(stage.sim, stage.slack, bot, news)
 
 
 # -- moving the story on --------------------------------------------------------------------------------

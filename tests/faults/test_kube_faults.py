@@ -13,7 +13,6 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
@@ -142,9 +141,9 @@ def fault_id(faults: dict[str, float]) -> str:
 
 @pytest.mark.parametrize("faults", [IN_TURN, *AT_RANDOM], ids=fault_id)
 def test_commands_end_in_success_or_a_stated_failure_and_leave_no_orphan(
-    tmp_path: Path, redis_url: str, faults: dict[str, float]
+    redis_url: str, faults: dict[str, float]
 ) -> None:
-    with rig(tmp_path, redis_url) as faulty:
+    with rig(redis_url) as faulty:
         sim, slack = faulty.sim, faulty.slack
         ledger = PodLedger()
         sim.run(lambda: sim.world.store.subscribe(ledger.record))

@@ -11,7 +11,6 @@ import functools
 import os
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -85,8 +84,8 @@ def failures_answered(rig: Rig) -> Counter[int]:
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> Transcript:
-    with rig(tmp_path_factory.mktemp("baseline"), redis_server) as quiet:
+def baseline(redis_server: str) -> Transcript:
+    with rig(redis_server) as quiet:
         return tell_story(quiet)
 
 
@@ -106,9 +105,9 @@ def fault_id(faults: dict[str, object]) -> str:
 
 @pytest.mark.parametrize("faults", [EVERY_FIFTH, *AT_RANDOM], ids=fault_id)
 def test_slack_429_and_5xx_lose_no_message_and_keep_each_thread_in_order(
-    tmp_path: Path, redis_url: str, baseline: Transcript, faults: dict[str, object]
+    redis_url: str, baseline: Transcript, faults: dict[str, object]
 ) -> None:
-    with rig(tmp_path, redis_url) as faulted:
+    with rig(redis_url) as faulted:
         faulted.set_slack_faults(**faults)
         story = tell_story(faulted)
         answered = failures_answered(faulted)

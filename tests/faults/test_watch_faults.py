@@ -11,7 +11,6 @@ subset that must keep every announcement no relist can make stale.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -75,9 +74,9 @@ def is_ordered_subset(part: list[str], whole: list[str]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> Story:
+def baseline(redis_server: str) -> Story:
     """The story with no faults, told once for the module (each rig starts from an empty Redis)."""
-    with rig(tmp_path_factory.mktemp("baseline"), redis_server) as quiet:
+    with rig(redis_server) as quiet:
         return tell_story(quiet)
 
 
@@ -92,9 +91,9 @@ def assert_no_milestone_missed(story: Story, baseline: Story) -> None:
 
 @pytest.mark.parametrize("run", RUNS)
 def test_watches_cut_mid_stream_resume_and_miss_no_milestone(
-    tmp_path: Path, redis_url: str, baseline: Story, run: int
+    redis_url: str, baseline: Story, run: int
 ) -> None:
-    with rig(tmp_path, redis_url) as faulted:
+    with rig(redis_url) as faulted:
         faulted.set_api_faults(drop_watches_every=20 + run, seed=run)
         story = tell_story(faulted)
     assert_no_milestone_missed(story, baseline)
@@ -104,9 +103,9 @@ def test_watches_cut_mid_stream_resume_and_miss_no_milestone(
 
 @pytest.mark.parametrize("run", RUNS)
 def test_410_every_30s_with_cut_watches_relists_and_misses_no_milestone(
-    tmp_path: Path, redis_url: str, baseline: Story, run: int
+    redis_url: str, baseline: Story, run: int
 ) -> None:
-    with rig(tmp_path, redis_url) as faulted:
+    with rig(redis_url) as faulted:
         faulted.set_api_faults(drop_watches_every=20 + run, gone_every=30, seed=run)
         story = tell_story(faulted)
     assert_no_milestone_missed(story, baseline)
@@ -115,11 +114,11 @@ def test_410_every_30s_with_cut_watches_relists_and_misses_no_milestone(
 
 
 def test_a_node_informer_back_after_the_pod_runs_still_fills_in_the_timeline(
-    tmp_path: Path, redis_url: str, baseline: Story
+    redis_url: str, baseline: Story
 ) -> None:
     """The node watch is cut as the scale-up starts and kept out (503) until the pod runs: the node's
     steps then arrive after later ones, and must still be written into the timeline, in their order."""
-    with rig(tmp_path, redis_url) as faulted:
+    with rig(redis_url) as faulted:
         slack, sim = faulted.slack, faulted.sim
         assert slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN).acked
         wait_for_pods(sim, slack)

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-import yaml
-from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
-
 from bot import app, settings
 from bot.core import labels
+from bot.testing import runner, stages
 from sim.cluster import world
 from sim.slack.emulator import SlackConfig
 from sim.slack.ratelimits import RateLimitConfig
@@ -41,34 +40,17 @@ def emulator_config(users: tuple[User, ...] = DEFAULT_USERS) -> SlackConfig:
 def bot_settings(
     sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
 ) -> settings.Settings:
-    kubeconfig = tmp_path / "kubeconfig.yaml"
-    kubeconfig.write_text(yaml.safe_dump(sim.world.kubeconfig()))
-    return settings.Settings(
-        slack=settings.SlackSettings(
-            bot_token=slack.bot_token, app_token=slack.app_token, api_base_url=slack.api_url
-        ),
-        # The suites written before workloads had a namespace of their own run in the sim's unlabelled
-        # `default`; tests/integration/test_pod_security.py runs the product default, `gpubot-workloads`.
-        cluster=settings.ClusterSettings(kubeconfig=str(kubeconfig), namespace="default"),
-        quota=settings.QuotaSettings(admins=frozenset({"U_ADMIN"})),
-        redis=settings.RedisSettings(url=redis_url),
-    )
+    """The harness's bot on the fixtures' sim, emulator and Redis. The suites written before workloads had
+    a namespace of their own run in the sim's unlabelled `default`; tests/integration/test_pod_security.py
+    runs the product default, `gpubot-workloads`."""
+    return stages.bot_settings(stages.Stage(sim, slack, redis_url, tmp_path), namespace="default")
 
 
-@contextlib.contextmanager
-def running_bot(config: settings.Settings, slack: BackgroundSlack, **build: Any) -> Iterator[app.Bot]:
+def running_bot(
+    config: settings.Settings, slack: BackgroundSlack, **build: Any
+) -> AbstractContextManager[app.Bot]:
     """The real bot, in-process: informers synced, threads resumed, one Socket Mode connection."""
-    bot = app.build(config, **build)
-    bot.start(sync_timeout=WAIT)
-    handler = SocketModeHandler(bot.app, config.slack.app_token)
-    before = slack.connections()
-    app.connect(handler)
-    slack.wait_until(lambda: slack.connections() > before, timeout=WAIT)
-    try:
-        yield bot
-    finally:
-        app.hang_up(handler)
-        bot.stop()
+    return runner.running_bot(config, slack, wait=WAIT, **build)
 
 
 # -- reading the transcript -------------------------------------------------------------------------

@@ -20,13 +20,13 @@ from kubernetes import client
 
 from bot import cli
 from bot.adapters import store
-from bot.cli import demo as cli_demo
 from bot.core import provisioning
+from bot.testing import stages
 from sim import seed
 from sim.cluster import autoscaler, world
 
 CLEARED_ENV = (
-    *cli_demo.LOOPBACK_UNSAFE_ENV,
+    *stages.LOOPBACK_UNSAFE_ENV,
     "GPUBOT_PROFILES_FILE",
     "GPUBOT_DEFAULT_PROFILE",
     "GPUBOT_NAMESPACE",

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from bot import app, settings
-from bot.cli import demo as cli_demo
 from bot.core import labels
+from bot.testing import stages
 from sim.cluster import world
 from sim.slack.emulator import SlackConfig
 from sim.slack.ratelimits import RateLimitConfig
@@ -164,7 +164,7 @@ def gpubot_serve(
     kubeconfig = tmp_path / "kubeconfig.yaml"
     kubeconfig.write_text(yaml.safe_dump(sim.world.kubeconfig()))
     port, health_port = free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if k not in cli_demo.LOOPBACK_UNSAFE_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in stages.LOOPBACK_UNSAFE_ENV}
     env |= {
         "SLACK_MODE": "http",
         "SLACK_BOT_TOKEN": slack.bot_token,

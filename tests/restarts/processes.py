@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -19,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import redis
-import yaml
 
-from bot.cli import demo as cli_demo
+from bot.testing import stages
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
 
@@ -100,25 +98,10 @@ def bot_environment(
     directory: Path,
     **extra: str,
 ) -> dict[str, str]:
-    """What `gpubot serve` reads, pointed at the sim, the emulator and the private Redis."""
-    kubeconfig = directory / "kubeconfig.yaml"
-    kubeconfig.write_text(yaml.safe_dump(sim.world.kubeconfig()))
-    env = {k: v for k, v in os.environ.items() if k not in cli_demo.LOOPBACK_UNSAFE_ENV}
-    env.pop("no_proxy", None)
-    env |= {
-        "SLACK_BOT_TOKEN": slack.bot_token,
-        "SLACK_APP_TOKEN": slack.app_token,
-        "SLACK_API_URL": slack.api_url,
-        "KUBECONFIG": str(kubeconfig),
-        "REDIS_URL": redis_url,
-        "GPUBOT_SIM_URL": sim.url,
-        "GPUBOT_HEALTH_PORT": "0",
-        "GPUBOT_NAMESPACE": "default",  # as tests/integration/botkit.py: the sim's unlabelled namespace
-        "GPUBOT_ADMINS": "U_ADMIN",
-        "SKIP_SLACK_SDK_WARNING": "1",
-        "PYTHONUNBUFFERED": "1",
-    }
-    return env | extra
+    """What `gpubot serve` reads, pointed at the sim, the emulator and the private Redis; the sim's URL
+    is for `serve_on_sim_clock`, which runs the bot on the sim's time."""
+    stage = stages.Stage(sim, slack, redis_url, directory)
+    return stages.serve_environment(stage, GPUBOT_SIM_URL=sim.url, GPUBOT_HEALTH_PORT="0", **extra)
 
 
 class BotProcess:

@@ -29,12 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
-
 from bot import app, settings
 from bot.adapters import slack_outbox
-from bot.cli import demo as cli_demo
+from bot.cli import demo
 from bot.core import labels
+from bot.testing import runner, stages
 from sim.cluster import world
 from sim.slack.emulator import SlackConfig
 from sim.slack.ratelimits import RateLimitConfig
@@ -45,7 +44,7 @@ from tests.restarts import ledger, processes
 CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 BAD_IMAGE = "nvcr.io/notfound/trainer:1"
 POOL = "gpu-pool"
-OPS = cli_demo.OPS_CHANNEL
+OPS = demo.OPS_CHANNEL
 """The scale channel: the demo settings these build on post there."""
 KINDS = {
     "release": 0.35,
@@ -406,15 +405,13 @@ def slack_config(config: SoakConfig) -> SlackConfig:
     )
 
 
-def bot_settings(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, tmp: Path, redis_url: str
-) -> settings.Settings:
+def bot_settings(stage: stages.Stage) -> settings.Settings:
     """The demo's bot, with a quota no soak user reaches, a quick idle rule and one replica."""
     return dataclasses.replace(
-        cli_demo.bot_settings(sim, slack, tmp, redis_url),
+        stages.bot_settings(stage, scale_channel=OPS),
         quota=settings.QuotaSettings(max_gpus_per_user=1024),
         reaper=settings.ReaperSettings(
-            prometheus_url=sim.url,
+            prometheus_url=stage.sim.url,
             idle_window_minutes=2.0,
             idle_grace_minutes=2.0,
             finished_retention_minutes=2.0,
@@ -426,30 +423,31 @@ def bot_settings(
 
 @contextlib.contextmanager
 def environment(config: SoakConfig) -> Iterator[Soak]:
+    """The harness's stage, with a Redis the soak may stop, and the bot on the sim's clock; the soak runs
+    its reaper rounds and timer ticks itself, once per step."""
     with (
-        cli_demo.loopback_environment(),
         tempfile.TemporaryDirectory(prefix="gpubot-soak-") as tmp,
-        world.BackgroundWorld(world.WorldConfig()) as sim,
-        BackgroundSlack(slack_config(config)) as slack,
         processes.redis_server(Path(tmp)) as redis_server,
+        stages.stage(
+            slack_config=slack_config(config), redis_url=redis_server.url, prefix="gpubot-soak-"
+        ) as stage,
     ):
+        sim = stage.sim
         sim.run(
             lambda: sim.world.registry.set_autoscaling(
                 POOL, enabled=True, min_size=0, max_size=config.max_nodes
             )
         )
-        wiring = bot_settings(sim, slack, Path(tmp), redis_server.url)
-        bot = app.build(wiring, clock=sim.world.clock.datetime, outbox_settings=UNLIMITED)
-        bot.reap_seconds = bot.tick_seconds = NEVER
-        bot.start(sync_timeout=30)
-        handler = SocketModeHandler(bot.app, wiring.slack.app_token)
-        app.connect(handler)
-        slack.wait_for_connections(1, timeout=30)
-        try:
-            yield Soak(config, sim, slack, bot)
-        finally:
-            handler.close()  # type: ignore[no-untyped-call]
-            bot.stop()
+        with runner.running_bot(
+            bot_settings(stage),
+            stage.slack,
+            reaper_timer=False,
+            wait=30,
+            clock=sim.world.clock.datetime,
+            outbox_settings=UNLIMITED,
+            tick_seconds=NEVER,
+        ) as bot:
+            yield Soak(config, sim, stage.slack, bot)
 
 
 def main(argv: list[str] | None = None) -> int:
