@@ -1,5 +1,5 @@
 """Shared fixtures: the embedded cluster on an ephemeral loopback port with a manual clock, the Slack
-emulator, the real bot on both, and a private Redis."""
+emulator, the real bot on both, and a private Redis; and each test's marker (unit, sim, slow)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,29 @@ from bot.testing import stages
 from sim.cluster import config, world
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import bot_settings, emulator_config, running_bot
+
+ZONE_MARKERS = {
+    "unit": "unit",
+    "sim": "sim",
+    "integration": "sim",
+    "hostile": "sim",
+    "deploy": "sim",
+    "faults": "slow",
+    "restarts": "slow",
+    "bench": "slow",
+}
+"""The marker a test gets from its folder under tests/, unless its module states one (pyproject.toml says
+what each means); `make test-fast` runs `-m unit`."""
+SPEEDS = frozenset({"unit", "sim", "slow"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(mark.name in SPEEDS for mark in item.iter_markers()):
+            continue
+        folder = item.path.parent.name
+        if folder in ZONE_MARKERS:
+            item.add_marker(ZONE_MARKERS[folder])
 
 
 @pytest.fixture

@@ -20,10 +20,6 @@ from tests.integration.botkit import bot_settings
 from tests.integration.test_http_mode import SECRET, http_settings, served_bot
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "fuzz: hypothesis fuzzing, sized by GPUBOT_FUZZ_EXAMPLES (make fuzz)")
-
-
 @dataclass
 class ListenerGate:
     """A Bolt global middleware, after Bolt's own signature check: each request that goes on to a listener.

@@ -14,7 +14,7 @@ from bot.cli import demo as cli_demo
 from bot.core import labels
 from sim.cluster.store import DELETED, Change
 
-pytestmark = pytest.mark.usefixtures("slack_env")
+pytestmark = [pytest.mark.usefixtures("slack_env"), pytest.mark.slow]
 
 
 Json = dict[str, Any]
