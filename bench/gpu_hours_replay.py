@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from kubernetes import client
 
 from bench import figures, gpu_hours_ledger, trace
-from bot import settings
+from bot import profiles, settings
 from bot.core import commands, models, podspec
 from sim.cluster import metrics, world
 
@@ -272,7 +272,7 @@ class Direct:
         api.user_agent = DRIVER_AGENT
         self.core = client.CoreV1Api(api)
         config = settings.Settings(slack=settings.SlackSettings("unused"))
-        catalog = settings.read_profile_catalog(config)
+        catalog = profiles.read_profile_catalog(config)
         self.profile = catalog.profiles[catalog.default]
         self.policy = config.policy()
 

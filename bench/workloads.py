@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from kubernetes import client
 
-from bot import settings
+from bot import profiles, settings
 from bot.core import commands, labels, models, podspec
 from sim.cluster import pools, world
 from sim.slack import webapi
@@ -89,7 +89,7 @@ class Factory:
     def __init__(self, sim: world.BackgroundWorld, slack: BackgroundSlack, *, image: str = CUDA) -> None:
         self.sim, self.slack = sim, slack
         self.api = client.CoreV1Api(_api(sim.url))
-        self.profile = settings.read_profile_catalog(settings.Settings(slack=settings.SlackSettings("x")))
+        self.profile = profiles.read_profile_catalog(settings.Settings(slack=settings.SlackSettings("x")))
         run = commands.parse_gpu_command(f"run {image} -- sleep 86400")
         assert isinstance(run, models.RunRequest), run
         self.request = run

@@ -25,6 +25,7 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk import WebClient
 
 import handlers
+from bot import profiles as profiles_module
 from bot import settings as settings_module
 from bot.adapters import (
     http_server,
@@ -357,7 +358,7 @@ def build(
 
     `outbox_settings` lift Slack's pacing for a Slack that allows more (the soak's emulator)."""
     slack = settings.slack
-    catalog = settings_module.read_profile_catalog(settings)
+    catalog = profiles_module.read_profile_catalog(settings)
     cluster = cluster or connect_cluster(settings)
     kept = store.open_store(settings.redis.url, prefix=settings.redis.key_prefix)
     outbox = slack_outbox.SlackOutbox(

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
+from bot import profiles as profiles_module
 from bot import settings as settings_module
 from bot.core import doctor, doctor_facts, errors, ports
 from bot.core.doctor_facts import EKS, GKE, Check, Status
@@ -148,7 +149,7 @@ def read_manifest(path: Path | None) -> doctor_facts.Manifest | None:
 
 def build_request(args: argparse.Namespace, found: settings_module.ToolSettings) -> doctor_service.Request:
     try:
-        catalog = settings_module.read_profile_catalog(found)
+        catalog = profiles_module.read_profile_catalog(found)
         profiles, profiles_error = dict(catalog.profiles), ""
     except settings_module.SettingsError as err:
         profiles, profiles_error = {}, str(err)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from bot import settings as settings_module
+from bot import profiles
 from bot.core import errors, operations, pools, ports
 from bot.settings import CloudSettings, SettingsError, ToolSettings
 
@@ -280,7 +280,7 @@ def show_command(args: argparse.Namespace) -> str:
 def create(
     manager: ports.PoolManager, args: argparse.Namespace, tools: ToolSettings, out: TextIO, progress: Progress
 ) -> int:
-    catalog = settings_module.read_profile_catalog(tools)
+    catalog = profiles.read_profile_catalog(tools)
     name = args.profile or catalog.default
     if name not in catalog.profiles:
         raise Refusal(f"unknown profile {name!r}; known: {', '.join(sorted(catalog.profiles))}")

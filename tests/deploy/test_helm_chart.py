@@ -14,7 +14,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from bot import settings as settings_module
+from bot import profiles as profiles_module
 from bot.core import labels
 from sim.cluster import resources, schema, world
 from tests.deploy import chart
@@ -173,9 +173,9 @@ def test_names_labels_and_annotations_are_valid(rendered: list[chart.Obj]) -> No
         for part in metadata["name"].split("."):
             assert labels.is_dns1123_label(part), metadata["name"]
         for key, value in (metadata.get("labels") or {}).items():
-            assert settings_module.is_qualified_name(key) and labels.is_label_value(value), (key, value)
+            assert profiles_module.is_qualified_name(key) and labels.is_label_value(value), (key, value)
         for key, value in (metadata.get("annotations") or {}).items():
-            assert settings_module.is_qualified_name(key) and isinstance(value, str), (key, value)
+            assert profiles_module.is_qualified_name(key) and isinstance(value, str), (key, value)
 
 
 def test_the_pod_runs_as_non_root_on_a_read_only_root_without_capabilities(rendered: list[chart.Obj]) -> None:
@@ -208,8 +208,8 @@ def test_the_profiles_config_map_is_deploy_profiles_and_mounted_where_the_bot_re
     config_map = chart.one(rendered, "ConfigMap")
     shipped = (chart.ROOT / "deploy" / "profiles.yaml").read_text(encoding="utf-8")
     (key,) = config_map["data"]
-    loaded = settings_module.load_profile_catalog(config_map["data"][key])
-    assert loaded == settings_module.load_profile_catalog(shipped)
+    loaded = profiles_module.load_profile_catalog(config_map["data"][key])
+    assert loaded == profiles_module.load_profile_catalog(shipped)
     volume = next(v["name"] for v in chart.one(rendered, "Deployment")["spec"]["template"]["spec"]["volumes"])
     mount = next(m for m in chart.container(rendered)["volumeMounts"] if m["name"] == volume)
     assert chart.env_entries(rendered)["GPUBOT_PROFILES_FILE"]["value"] == f"{mount['mountPath']}/{key}"

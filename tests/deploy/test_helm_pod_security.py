@@ -13,7 +13,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from bot import settings as settings_module
+from bot import profiles as profiles_module
 from bot.core import models, podspec
 from sim.cluster import world
 from tests.deploy import chart
@@ -101,7 +101,7 @@ def bot_pod(objects: list[chart.Obj], profile_name: str) -> dict[str, Any]:
     """The pod the bot builds from the chart's settings and profiles, as its launcher does."""
     found = settings_from(objects)
     profiles_yaml = chart.one(objects, "ConfigMap")["data"]["profiles.yaml"]
-    profile = settings_module.load_profiles(profiles_yaml)[profile_name]
+    profile = profiles_module.load_profiles(profiles_yaml)[profile_name]
     request = models.RunRequest(image="nvidia/cuda:12.4.1-base-ubuntu22.04", command=("sleep", "60"))
     return podspec.build_pod(
         request,

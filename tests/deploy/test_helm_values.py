@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot import settings as settings_module
+from bot import profiles as profiles_module
 from tests.deploy import chart
 
 SCHEMA = json.loads((chart.CHART / "values.schema.json").read_text(encoding="utf-8"))
@@ -85,9 +85,9 @@ def test_the_schema_types_exactly_the_keys_of_values_yaml() -> None:
 
 def test_a_profile_in_the_schema_has_the_fields_the_bot_reads() -> None:
     profile = SCHEMA["properties"]["profiles"]["properties"]["profiles"]["additionalProperties"]
-    assert set(profile["properties"]) == settings_module.PROFILE_FIELDS
+    assert set(profile["properties"]) == profiles_module.PROFILE_FIELDS
     toleration = profile["properties"]["tolerations"]["items"]
-    assert set(toleration["properties"]) == settings_module.TOLERATION_FIELDS
+    assert set(toleration["properties"]) == profiles_module.TOLERATION_FIELDS
 
 
 def test_every_value_a_template_reads_is_in_values_yaml() -> None:

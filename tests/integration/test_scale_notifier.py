@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot import settings
+from bot import profiles
 from bot.adapters import kube, slack_outbox
 from bot.app import OutboxChat
 from bot.core import models, podspec
@@ -32,7 +32,7 @@ WAIT = 15.0
 FAST = slack_outbox.OutboxSettings(channel_messages_per_second=50.0, channel_message_burst=50)
 ALICE = models.Owner(user_id="U01ALICE", user_name="alice")
 BOB = models.Owner(user_id="U02BOB", user_name="bob")
-T4 = settings.load_profile_catalog(settings.BUILTIN_PROFILES_YAML).profiles["t4"]
+T4 = profiles.load_profile_catalog(profiles.BUILTIN_PROFILES_YAML).profiles["t4"]
 
 
 pytestmark = pytest.mark.usefixtures("slack_env")

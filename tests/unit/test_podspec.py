@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes import client
 
-from bot import settings as bot_settings
+from bot import profiles
 from bot.core import commands, labels, models, podspec
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
-T4 = bot_settings.load_profiles(bot_settings.BUILTIN_PROFILES_YAML)["t4"]
+T4 = profiles.load_profiles(profiles.BUILTIN_PROFILES_YAML)["t4"]
 ALICE = models.Owner(user_id="U01ALICE", user_name="alice", team_id="T0TEAM")
 SEED_TEXT = "run nvidia/cuda:12.4.1-base-ubuntu22.04 -- sleep 3600"
 

@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot import settings as bot_settings
+from bot import profiles as profiles_module
 from bot.core import lifecycle, models, notices, workloads
 from bot.services import status
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-PROFILES = bot_settings.load_profiles(bot_settings.BUILTIN_PROFILES_YAML)
+PROFILES = profiles_module.load_profiles(profiles_module.BUILTIN_PROFILES_YAML)
 T4 = PROFILES["t4"]
 GPU_NODE_LABELS = {workloads.GKE_NODEPOOL_LABEL: "gpu-pool", "app-type": "gpu-workloads"}
 
