@@ -7,40 +7,32 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import signal
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from types import FrameType
 from typing import Any
-from wsgiref import simple_server
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from kubernetes.config.config_exception import ConfigException
 from slack_bolt import App
-from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
-from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk import WebClient
 
 import handlers
 from bot import profiles as profiles_module
 from bot import settings as settings_module
 from bot.adapters import (
-    http_server,
     kube,
     leader,
     metrics,
     observability,
-    slack_forms,
-    slack_http,
+    slack_chat,
     slack_outbox,
     slack_render,
     store,
 )
 from bot.adapters import reservations as quota_reservations
-from bot.core import models, notices, pools, ports, runform, warm, workloads, workspaces
+from bot.core import models, pools, ports, warm, workloads, workspaces
 from bot.core.ports import WatchCallback
 from bot.services import (
     Services,
@@ -69,60 +61,6 @@ WARM_MISFIRE_SECONDS = 600
 the next edge, or the catch-up a new leader does."""
 TICK_SECONDS = 15.0
 """How often timers look for what no watch reports (a node far later than usual)."""
-
-
-class OutboxChat:
-    """The services' `Chat` port over the outbox: notices rendered to Block Kit here, at the edge."""
-
-    def __init__(self, outbox: slack_outbox.SlackOutbox) -> None:
-        self.outbox = outbox
-
-    def post(
-        self,
-        channel: str,
-        notice: notices.Notice,
-        *,
-        thread_ts: str | None = None,
-        timeout: float | None = None,
-    ) -> str:
-        text, blocks = slack_render.render(notice)
-        return self.outbox.post(channel, text, blocks, thread_ts=thread_ts, timeout=timeout)
-
-    def reply(self, channel: str, thread_ts: str, notice: notices.Notice) -> None:
-        text, blocks = slack_render.render(notice)
-        self.outbox.reply(channel, thread_ts, text, blocks)
-
-    def update(self, channel: str, ts: str, notice: notices.Notice) -> None:
-        text, blocks = slack_render.render(notice)
-        self.outbox.update(channel, ts, text, blocks)
-
-    def ephemeral(self, channel: str, user: str, notice: notices.Notice) -> None:
-        text, blocks = slack_render.render(notice)
-        if channel:
-            self.outbox.ephemeral(channel, user, text, blocks)
-        else:
-            self.outbox.dm(user, text, blocks)
-
-    def publish_home(self, user: str, home: notices.Home) -> None:
-        self.outbox.publish(user, slack_render.render_home(home))
-
-    def dm(self, user: str, notice: notices.Notice) -> None:
-        text, blocks = slack_render.render(notice)
-        self.outbox.dm(user, text, blocks)
-
-    def post_dm(self, user: str, notice: notices.Notice, *, timeout: float | None = None) -> str:
-        text, blocks = slack_render.render(notice)
-        return self.outbox.post_dm(user, text, blocks, timeout=timeout)
-
-    def open_form(self, trigger_id: str, form: runform.RunForm) -> None:
-        self.outbox.open_view(trigger_id, slack_forms.render_run_form(form))
-
-    def upload(
-        self, user: str, filename: str, content: str, *, comment: str, timeout: float | None = None
-    ) -> str:
-        return self.outbox.upload(
-            user, filename, content, comment=slack_render.fallback(comment), timeout=timeout
-        )
 
 
 @dataclass
@@ -364,7 +302,7 @@ def build(
     outbox = slack_outbox.SlackOutbox(
         slack_outbox.make_client(slack.bot_token, base_url=slack.api_base_url), outbox_settings
     )
-    chat = OutboxChat(outbox)
+    chat = slack_chat.OutboxChat(outbox)
     pool_manager, cloud_reader = connect_cloud(settings.cloud)
     telemetry = observability.Telemetry()
     launch = launcher.LaunchSettings(
@@ -420,6 +358,7 @@ def build(
             policy=settings.policy(),
             profiles=catalog.profiles.values(),
             clock=clock,
+            on_change=lambda: bot.warm_changed(),
         ),
         doctor=doctor_service.SlackDoctor(
             doctor_service.Request(
@@ -472,19 +411,7 @@ def build(
             held_workloads=tracked,
             drain_expected_minutes=settings.reaper.drain_expected_minutes,
         )
-    bot = Bot(
-        app=app,
-        cluster=cluster,
-        outbox=outbox,
-        services=services,
-        store=kept,
-        scales=scales,
-        tick_seconds=tick_seconds,
-        telemetry=telemetry,
-        url_finder=url_finder,
-    )
-    telemetry.watch(outbox=outbox, leading=lambda: bot.leading)
-    bot.idle_reaper = reaper.Reaper(
+    idle_reaper = reaper.Reaper(
         cluster,
         chat,
         settings.reaper_policy(),
@@ -498,27 +425,46 @@ def build(
         tell_wait_seconds=min(reaper.TELL_WAIT_SECONDS, outbox.settings.post_timeout_seconds),
         start_errors=services.tracker.start_error,
     )
-    bot.reap_seconds = settings.reaper.interval_seconds
-    if services.warmer is not None:
-        services.warmer.on_change = bot.warm_changed
-        services.launcher.warm_lines = services.warmer.lines
-        if services.home is not None:
-            services.home.warm_lines = services.warmer.lines
-    if settings.leader.enabled:
-        bot.elector = leader.LeaderElector(
+    # The elector's callbacks (and the warmer's, below) reach the bot made next; neither runs before
+    # `Bot.start`. The Lease is between replicas, so it keeps real time even when the bot's clock is a sim's.
+    elector = (
+        leader.LeaderElector(
             cluster.api,
             namespace=cluster.namespace,
             settings=settings.leader,
-            on_started_leading=bot.lead,
-            on_stopped_leading=bot.follow,
-        )  # the Lease is between replicas, so it keeps real time even when the bot's clock is a sim's
+            on_started_leading=lambda: bot.lead(),
+            on_stopped_leading=lambda: bot.follow(),
+        )
+        if settings.leader.enabled
+        else None
+    )
+    bot = Bot(
+        app=app,
+        cluster=cluster,
+        outbox=outbox,
+        services=services,
+        store=kept,
+        scales=scales,
+        elector=elector,
+        idle_reaper=idle_reaper,
+        reap_seconds=settings.reaper.interval_seconds,
+        tick_seconds=tick_seconds,
+        telemetry=telemetry,
+        url_finder=url_finder,
+    )
+    telemetry.watch(outbox=outbox, leading=lambda: bot.leading)
+    if services.warmer is not None:
+        # The launcher's and the Home's constructors take no warm lines yet (bot/services, another change).
+        services.launcher.warm_lines = services.warmer.lines
+        if services.home is not None:
+            services.home.warm_lines = services.warmer.lines
     return bot
 
 
 def with_home(
     services: Services,
     cluster: kube.KubeCluster,
-    chat: OutboxChat,
+    chat: slack_chat.OutboxChat,
     kept: ports.Store,
     profiles: Mapping[str, models.GpuProfile],
     admins: frozenset[str],
@@ -552,115 +498,9 @@ def served_workspaces(slack: settings_module.SlackSettings, client: WebClient) -
     return found
 
 
-class _QuietRequestHandler(http_server.DeadlineHandlerMixIn, simple_server.WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("http %s: %s", self.address_string(), format % args)
-
-
-def make_http_server(
-    app: App, *, slack: settings_module.SlackSettings, port: int | None = None, host: str = "0.0.0.0"
-) -> simple_server.WSGIServer:
-    """HTTP mode: Bolt's WSGI adapter behind gpubot's checks, on a server with bounded workers and read
-    deadlines (`slack.http_limits`); `serve_forever()` runs it and `shutdown()` stops it, which Bolt's
-    SlackAppDevelopmentServer cannot. `port` overrides `slack.http_port`; 0 picks a free port."""
-    limits = slack.http_limits
-    guarded = slack_http.SlackRequestGuard(
-        SlackRequestHandler(app, slack.http_path),
-        path=slack.http_path,
-        signing_secret=slack.signing_secret,
-        max_body_bytes=limits.max_body_bytes,
-    )
-    address = (host, slack.http_port if port is None else port)
-    server = http_server.BoundedWSGIServer(address, _QuietRequestHandler, limits=limits, name="slack-http")
-    server.set_app(guarded)
-    return server
-
-
 def _metrics(settings: settings_module.Settings) -> metrics.PrometheusMetrics | None:
     found = settings.reaper
     if not found.prometheus_url:
         logger.info("no GPUBOT_PROMETHEUS_URL: leases are reaped, idleness is not measured")
         return None
     return metrics.PrometheusMetrics(found.prometheus_url, metric=found.gpu_metric)
-
-
-SOCKET_CLOSED = "Socket Mode connection closed: later commands go to the other replicas"
-
-
-CONNECT_SECONDS = 10.0
-"""How long `connect` waits for the socket to open before it lets the SDK's own reconnects take over."""
-
-
-def connect(handler: SocketModeHandler, *, timeout: float = CONNECT_SECONDS) -> bool:
-    """Open the Socket Mode connection, with the SDK's reconnects off until it is read from; True once
-    Slack's `hello` has arrived. The SDK's monitor checks at once and, finding the new socket not open
-    yet, starts a second connection while the first goes on running where `hang_up` cannot reach it (the
-    replica would keep taking commands after it hung up). Waiting for `hello` rather than the socket's
-    opening also means its reader is running: websocket-client opens the socket, then starts reading."""
-    client = handler.client
-    opened = threading.Event()
-    client.on_message_listeners.append(lambda _ws, _message: opened.set())
-    client.default_auto_reconnect_enabled = False
-    handler.connect()  # type: ignore[no-untyped-call]  # returns before the socket is open
-    is_open = opened.wait(timeout)
-    client.default_auto_reconnect_enabled = client.auto_reconnect_enabled = True
-    return is_open
-
-
-def hang_up(handler: SocketModeHandler) -> None:
-    """End the Socket Mode connection now, for good. Not `handler.close()`, which also joins the client's
-    threads and can take ten seconds (websocket-client waits out its ping interval). Their loops are told
-    to stop first, unjoined: a session runner still looping would call `run_forever` again 0.5 s later,
-    reconnecting the replica that just hung up (or, once Slack is gone, failing every 0.5 s forever)."""
-    client = handler.client
-    client.closed = True
-    client.auto_reconnect_enabled = False
-    for runner in (client.current_session_runner, client.current_app_monitor, client.message_processor):
-        runner.event.set()
-    client.disconnect()
-    # The message workers are left idle rather than shut down: the processor's last turn may still hand
-    # them a message, and a pool shut down under it raises in that thread.
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def serve(settings: settings_module.Settings, *, clock: Callable[[], datetime] = tracker.wall_clock) -> int:
-    """`gpubot serve`: Socket Mode (or HTTP mode with a signing secret) until SIGTERM or Ctrl-C.
-
-    `clock` is for a bot run against a simulated cluster's time, as the restart tests run it."""
-    observability.configure_logging(settings.log_level, json_lines=settings.log_json)
-    logger.info("gpubot starting with %s", settings.redacted())
-    bot = build(settings, clock=clock)
-    bot.telemetry.serve(
-        port=settings.health_port, ready=bot.unready_reason, deadlines=settings.slack.http_limits
-    )
-    bot.start()
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        if settings.slack.mode == "http":
-            server = make_http_server(bot.app, slack=settings.slack)
-            logger.info("serving Slack requests at :%s%s", server.server_port, settings.slack.http_path)
-            bot.slack_connected = lambda: True  # the socket listens from here on; requests queue until served
-            try:
-                server.serve_forever()
-            finally:
-                server.server_close()
-        else:
-            # websocket-client's handler, not the SDK's built-in one: that one's socket keeps Nagle's
-            # algorithm on, so in a burst each ack sent while the one before is unacknowledged waits for
-            # the server's delayed ACK (40 ms on Linux); websocket-client sets TCP_NODELAY.
-            handler = SocketModeHandler(bot.app, settings.slack.app_token)
-            try:  # from before the connection opens: a SIGTERM while it does must close it too
-                connect(handler)
-                bot.slack_connected = handler.client.is_connected
-                threading.Event().wait()
-            finally:  # first: Slack sends later envelopes to the other replicas' connections
-                hang_up(handler)
-                logger.info(SOCKET_CLOSED)
-    except KeyboardInterrupt:
-        logger.info("stopping")
-    finally:
-        bot.stop()
-    return 0

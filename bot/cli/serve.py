@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
 import sys
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from types import FrameType
 from typing import Any
 
+from bot import settings as settings_module
+from bot.services import tracker
 from bot.settings import Settings, SettingsError
+
+logger = logging.getLogger(__name__)
+
+SOCKET_CLOSED = "Socket Mode connection closed: later commands go to the other replicas"
 
 SERVE_DESCRIPTION = """\
 Run the bot: it answers /gpu in Slack, creates and follows GPU pods in the
@@ -46,10 +58,58 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`gpubot serve`; settings it cannot start with are one line naming the variables, and exit 2."""
-    from bot import app  # only `serve` needs Slack and Kubernetes clients
-
     try:
-        return app.serve(Settings.from_env())
+        return serve(Settings.from_env())
     except SettingsError as err:
         print(f"gpubot serve: {err.one_line()}; see docs/deploy.md", file=sys.stderr)
         return 2
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def serve(settings: settings_module.Settings, *, clock: Callable[[], datetime] = tracker.wall_clock) -> int:
+    """`gpubot serve`: Socket Mode (or HTTP mode with a signing secret) until SIGTERM or Ctrl-C.
+
+    `clock` is for a bot run against a simulated cluster's time, as the restart tests run it."""
+    # Only `serve` needs the Slack and Kubernetes clients; the other commands start without them.
+    from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
+
+    from bot import app
+    from bot.adapters import http_mode, observability, socket_mode
+
+    observability.configure_logging(settings.log_level, json_lines=settings.log_json)
+    logger.info("gpubot starting with %s", settings.redacted())
+    bot = app.build(settings, clock=clock)
+    bot.telemetry.serve(
+        port=settings.health_port, ready=bot.unready_reason, deadlines=settings.slack.http_limits
+    )
+    bot.start()
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        if settings.slack.mode == "http":
+            server = http_mode.make_http_server(bot.app, slack=settings.slack)
+            logger.info("serving Slack requests at :%s%s", server.server_port, settings.slack.http_path)
+            bot.slack_connected = lambda: True  # the socket listens from here on; requests queue until served
+            try:
+                server.serve_forever()
+            finally:
+                server.server_close()
+        else:
+            # websocket-client's handler, not the SDK's built-in one: that one's socket keeps Nagle's
+            # algorithm on, so in a burst each ack sent while the one before is unacknowledged waits for
+            # the server's delayed ACK (40 ms on Linux); websocket-client sets TCP_NODELAY.
+            handler = SocketModeHandler(bot.app, settings.slack.app_token)
+            try:  # from before the connection opens: a SIGTERM while it does must close it too
+                socket_mode.connect(handler)
+                bot.slack_connected = handler.client.is_connected
+                threading.Event().wait()
+            finally:  # first: Slack sends later envelopes to the other replicas' connections
+                socket_mode.hang_up(handler)
+                logger.info(SOCKET_CLOSED)
+    except KeyboardInterrupt:
+        logger.info("stopping")
+    finally:
+        bot.stop()
+    return 0

@@ -9,6 +9,7 @@ from typing import Any
 from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
 
 from bot import app, settings
+from bot.adapters import socket_mode
 from sim.slack.runner import BackgroundSlack
 
 WAIT = 10.0
@@ -34,10 +35,10 @@ def running_bot(
         bot.scheduler.remove_job("reap")
     handler = SocketModeHandler(bot.app, config.slack.app_token)
     before = slack.connections()
-    app.connect(handler)
+    socket_mode.connect(handler)
     slack.wait_until(lambda: slack.connections() > before, timeout=wait)
     try:
         yield bot
     finally:
-        app.hang_up(handler)
+        socket_mode.hang_up(handler)
         bot.stop()

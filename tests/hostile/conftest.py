@@ -58,7 +58,7 @@ def http_slack(slack_env: None) -> Iterator[BackgroundSlack]:
 def http_bot(
     sim: world.BackgroundWorld, http_slack: BackgroundSlack, tmp_path: Path, redis_url: str
 ) -> Iterator[HttpBot]:
-    """The real bot (Redis, sim, emulator) behind `app.make_http_server`, its listeners behind a gate."""
+    """The real bot (Redis, sim, emulator) behind `http_mode.make_http_server`, its listeners gated."""
     config = http_settings(bot_settings(sim, http_slack, tmp_path, redis_url))
     with served_bot(config) as (bot, url):
         gate = ListenerGate()

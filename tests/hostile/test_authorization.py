@@ -20,6 +20,7 @@ import pytest
 from kubernetes import client
 
 from bot import app, settings
+from bot.adapters import slack_chat
 from bot.core import labels, podspec
 from bot.services import reaper
 from sim.cluster import world
@@ -284,7 +285,7 @@ def test_a_stale_view_never_deletes_a_namesake(
 
     lagging = reaper.Reaper(
         bot.cluster,
-        app.OutboxChat(bot.outbox),
+        slack_chat.OutboxChat(bot.outbox),
         settings.Settings(slack=settings.SlackSettings(bot_token="unused")).reaper_policy(),
         namespace="default",
         live_workloads=lambda: [stale],

@@ -2,8 +2,8 @@
 signed payloads Bolt cannot read (issue 21).
 
 Memory and threads are read from `gpubot serve` itself, a subprocess on the sim, the emulator and Redis,
-through /proc/PID/status; the rest run against `app.make_http_server` in-process. Every request goes over
-a real loopback socket, byte for byte as written here; the 200 MB bodies are streamed from one reused
+through /proc/PID/status; the rest run against `http_mode.make_http_server` in-process. Every request goes
+over a real loopback socket, byte for byte as written here; the 200 MB bodies are streamed from one reused
 1 MiB buffer, never built. The figures are logged: `--log-cli-level=INFO` shows them.
 """
 
@@ -134,7 +134,7 @@ class ServedBot:
 def bounded_bot(
     sim: world.BackgroundWorld, http_slack: BackgroundSlack, tmp_path: Path, redis_url: str
 ) -> Iterator[ServedBot]:
-    """The real bot behind `app.make_http_server`, with short timeouts so a stall is seen in a second."""
+    """The real bot behind `http_mode.make_http_server`, with short timeouts: a stall is seen in a second."""
     config = http_settings(bot_settings(sim, http_slack, tmp_path, redis_url))
     limits = settings.HttpLimits(header_timeout_seconds=HEADER_TIMEOUT, body_timeout_seconds=BODY_TIMEOUT)
     config = dataclasses.replace(config, slack=dataclasses.replace(config.slack, http_limits=limits))

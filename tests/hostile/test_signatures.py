@@ -1,6 +1,6 @@
 """HTTP mode under attack: forged, missing, stale and replayed signed requests against the real bot.
 
-The bot is `app.build` behind `app.make_http_server` on a loopback port, with the sim, the emulator and
+The bot is `app.build` behind `http_mode.make_http_server` on a loopback port, with the sim, the emulator and
 Redis behind it. A `ListenerGate` (a real Bolt middleware, after Bolt's signature check) records each
 request that goes on to gpubot's listeners. Every invalid case carries a `/gpu run`, so one that got
 through would also leave a pod in the sim and a thread in the emulator.

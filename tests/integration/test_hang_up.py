@@ -6,7 +6,7 @@ from slack_bolt import App
 from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
 from slack_sdk import WebClient
 
-from bot import app
+from bot.adapters import socket_mode
 from sim.slack.runner import BackgroundSlack
 
 WAIT = 10.0
@@ -17,11 +17,11 @@ def test_a_hung_up_connection_stops_its_loops_and_never_reconnects(
 ) -> None:
     bolt = App(client=WebClient(token=slack.bot_token, base_url=slack.api_url))
     handler = SocketModeHandler(bolt, slack.app_token)
-    assert app.connect(handler) is True
+    assert socket_mode.connect(handler) is True
     assert slack.wait_until(lambda: slack.connections() == 1, timeout=WAIT)
     assert slack.run(lambda: slack.emulator.hub.opened_total) == 1, "one connection, not a second at once"
     client = handler.client
-    app.hang_up(handler)
+    socket_mode.hang_up(handler)
     opened = slack.run(lambda: slack.emulator.hub.opened_total)
     loops = (client.current_app_monitor, client.message_processor)
     for loop in loops:

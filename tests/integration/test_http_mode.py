@@ -1,7 +1,7 @@
 """HTTP mode end to end: the emulator POSTs signed slash commands to the real bot over real HTTP.
 
-First in-process (`app.build` served by `app.make_http_server` on a free loopback port), then `gpubot serve`
-itself as a subprocess, which must answer a signed `/gpu help` and exit 0 on SIGTERM.
+First in-process (`app.build` served by `http_mode.make_http_server` on a free loopback port), then
+`gpubot serve` itself as a subprocess, which must answer a signed `/gpu help` and exit 0 on SIGTERM.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from bot import app, settings
+from bot.adapters import http_mode
 from bot.core import labels
 from bot.testing import stages
 from sim.cluster import world
@@ -64,7 +65,7 @@ def served_bot(config: settings.Settings) -> Iterator[tuple[app.Bot, str]]:
     """The real bot behind a real HTTP server on a free loopback port: (bot, the URL Slack POSTs to)."""
     bot = app.build(config)
     bot.start(sync_timeout=WAIT)
-    server = app.make_http_server(bot.app, slack=config.slack, host="127.0.0.1", port=0)
+    server = http_mode.make_http_server(bot.app, slack=config.slack, host="127.0.0.1", port=0)
     thread = threading.Thread(target=server.serve_forever, name="bolt-http", daemon=True)
     thread.start()
     try:

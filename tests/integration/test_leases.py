@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from bot import app
+from bot.adapters import slack_chat
 from bot.core import labels, notices, podspec
 from handlers import actions
 from sim.cluster import world
@@ -282,7 +283,7 @@ def test_keep_holds_off_the_idle_release_for_one_window(
     name = name_of(sim)
     warned = podspec.format_time(lease_end(sim) - timedelta(hours=3))
     quiet_bot.cluster.annotate_pod("default", name, {labels.IDLE_WARNED_AT_ANNOTATION: warned})
-    app.OutboxChat(quiet_bot.outbox).reply(
+    slack_chat.OutboxChat(quiet_bot.outbox).reply(
         "C_GPU",
         root["ts"],
         notices.Reminder(

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
 
 from bot import app, settings
-from bot.adapters import observability
+from bot.adapters import observability, socket_mode
 from bot.core import podspec, reaping
 from sim.cluster import world
 from sim.slack.ratelimits import FaultConfig
@@ -92,12 +92,12 @@ def probed_bot(
         assert get(port, "/readyz") == (503, '{"ready": false, "reason": "informers not synced"}\n')
         bot.start(sync_timeout=WAIT)
         assert get(port, "/readyz") == (503, '{"ready": false, "reason": "Slack not connected"}\n')
-        app.connect(handler)
+        socket_mode.connect(handler)
         bot.slack_connected = handler.client.is_connected
         slack.wait_until(lambda: get(port, "/readyz")[0] == 200, timeout=WAIT)
         yield bot, port
     finally:
-        app.hang_up(handler)
+        socket_mode.hang_up(handler)
         bot.stop()
 
 

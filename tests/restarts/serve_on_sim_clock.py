@@ -3,7 +3,7 @@
 Run as `python -m tests.restarts.serve_on_sim_clock` with the environment `gpubot serve` reads, plus
 `GPUBOT_SIM_URL`. The sim's manual clock moves only when a test advances it, so leases, reminders and
 scale episodes happen on one timeline, as they do in `gpubot demo` where the bot shares the sim's clock
-in-process. Everything else (settings, wiring, Socket Mode, signals) is `bot.app.serve` itself.
+in-process. Everything else (settings, wiring, Socket Mode, signals) is `bot.cli.serve.serve` itself.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import time
 import urllib.request
 from datetime import datetime
 
-from bot import app, settings
+from bot import settings
+from bot.cli import serve
 
 CACHE_SECONDS = 0.02
 """Real seconds one reading is reused: the bot asks the time many times per event it handles."""
@@ -40,7 +41,7 @@ class SimClock:
 
 
 def main() -> int:
-    return app.serve(settings.Settings.from_env(), clock=SimClock(os.environ["GPUBOT_SIM_URL"]))
+    return serve.serve(settings.Settings.from_env(), clock=SimClock(os.environ["GPUBOT_SIM_URL"]))
 
 
 if __name__ == "__main__":

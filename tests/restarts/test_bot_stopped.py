@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot import app, settings
+from bot import settings
+from bot.cli import serve
 from sim.slack.runner import BackgroundSlack
 from tests.restarts.conftest import BotFactory
 
@@ -20,7 +21,7 @@ def test_a_stopping_replica_closes_its_socket_before_it_gives_up_the_lease(
     assert slack.wait_until(lambda: slack.connections() == 1, timeout=10) is True
     assert bot.terminate() == 0
     said = bot.messages()
-    closed = said.index(app.SOCKET_CLOSED)
+    closed = said.index(serve.SOCKET_CLOSED)
     released = next(
         i for i, m in enumerate(said) if m.endswith(f"released lease {settings.LeaderSettings().lease_name}")
     )
