@@ -14,8 +14,13 @@ from bot import settings as settings_module
 from bot.core import warm
 from tests.deploy import chart
 
-READER_METHODS = frozenset({"text", "flag", "number", "integer", "require"})
-"""`_EnvReader`'s methods: their first argument is the variable's name."""
+READERS = frozenset({"text", "flag", "number", "integer", "require", "setting", "Variable"})
+"""`_EnvReader`'s methods, and the field helpers that name a setting's variable beside its field: their
+first argument is the variable's name."""
+
+
+def called(node: ast.Call) -> str:
+    return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
 
 
 def names_settings_reads() -> set[str]:
@@ -24,8 +29,7 @@ def names_settings_reads() -> set[str]:
         node.args[0].value
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in READER_METHODS
+        and called(node) in READERS
         and node.args
         and isinstance(node.args[0], ast.Constant)
         and isinstance(node.args[0].value, str)

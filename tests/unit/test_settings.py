@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from pathlib import Path
 
@@ -285,3 +286,47 @@ def test_the_served_workspaces_are_comma_lists_of_slack_ids() -> None:
         "GPUBOT_SLACK_TEAM_IDS: 'U0ALICE', 't0ml' not like T0123ABCD (a Slack id)",
         "GPUBOT_SLACK_ENTERPRISE_IDS: 'T0ML' not like E0123ABCD (a Slack id)",
     )
+
+
+SECTIONS = (
+    settings.HttpLimits,
+    settings.SlackSettings,
+    settings.ClusterSettings,
+    settings.RedisSettings,
+    settings.ReaperSettings,
+    settings.QuotaSettings,
+    settings.ProfileSettings,
+    settings.CloudSettings,
+    settings.WarmSettings,
+    settings.LeaderSettings,
+    settings.Settings,
+)
+NESTED = frozenset({"http_limits", "pod_security", *(f.name for f in dataclasses.fields(settings.Settings))})
+"""Fields that hold a section (or the core's PodSecurity, read from GPUBOT_RUN_AS_*), not one variable."""
+
+
+def test_each_setting_names_its_variable_beside_its_field() -> None:
+    for section in SECTIONS:
+        for spec in dataclasses.fields(section):
+            if spec.name in NESTED and settings.ENV not in spec.metadata:
+                continue
+            found = spec.metadata[settings.ENV]
+            assert found.name and found.name == found.name.upper(), (section.__name__, spec.name)
+
+
+def test_unset_variables_give_each_fields_own_default() -> None:
+    loaded = settings.Settings.from_env(SOCKET_ENV)
+    assert loaded.slack == settings.SlackSettings(bot_token="xoxb-secret", app_token="xapp-secret")
+    assert loaded.reaper == settings.ReaperSettings() and loaded.quota == settings.QuotaSettings()
+    assert loaded.redis == settings.RedisSettings() and loaded.cloud == settings.CloudSettings()
+    assert loaded.profiles == settings.ProfileSettings() and loaded.warm == settings.WarmSettings()
+    assert dataclasses.replace(loaded.leader, identity="") == settings.LeaderSettings(identity="")
+    assert (loaded.log_level, loaded.health_port) == ("INFO", settings.Settings.health_port)
+
+
+def test_a_number_out_of_its_fields_bounds_is_refused_with_them() -> None:
+    bounds = settings.variable(settings.HttpLimits, "workers")
+    assert (bounds.name, bounds.minimum, bounds.maximum) == ("GPUBOT_HTTP_WORKERS", 1, 256)
+    with pytest.raises(settings.SettingsError) as raised:
+        settings.Settings.from_env({**SOCKET_ENV, "GPUBOT_HTTP_WORKERS": "257"})
+    assert raised.value.problems == ("GPUBOT_HTTP_WORKERS='257': expected a number from 1 to 256",)
