@@ -17,8 +17,7 @@ import pytest
 import yaml
 
 from bot import profiles
-from bot.adapters import kube, slack_outbox
-from bot.app import OutboxChat
+from bot.adapters import kube, slack_chat, slack_outbox
 from bot.core import models, podspec
 from bot.services import scale_notifier
 from sim.cluster import world
@@ -60,7 +59,7 @@ class Running:
     ) -> None:
         self.cluster = kube.KubeCluster.from_kubeconfig(str(kubeconfig), namespace=NAMESPACE)
         self.notifier = scale_notifier.ScaleNotifier(
-            OutboxChat(outbox),
+            slack_chat.OutboxChat(outbox),
             OPS,
             prices=[T4],
             clock=sim.world.clock.datetime,
