@@ -29,7 +29,7 @@ from typing import Any
 
 from bench import gpu_hours_ledger, trace
 from bench.gpu_hours_replay import CUDA, Reap
-from bot import app, settings
+from bot import runtime, settings
 from bot.adapters import slack_outbox, slack_render, store
 from bot.cli import demo
 from bot.core import labels, reaping
@@ -71,7 +71,7 @@ class GpubotArm:
         day: trace.Trace,
         sim: world.BackgroundWorld,
         slack: BackgroundSlack,
-        bot: app.Bot,
+        bot: runtime.Bot,
         ledger: gpu_hours_ledger.Ledger,
     ) -> None:
         self.trace, self.sim, self.slack, self.bot, self.ledger = day, sim, slack, bot, ledger

@@ -10,7 +10,7 @@ import pytest
 import redis
 from kubernetes import client
 
-from bot import app
+from bot import runtime
 from bot.adapters import store
 from bot.testing import stages
 from sim.cluster import config, world
@@ -100,6 +100,6 @@ def slack(slack_env: None) -> Iterator[BackgroundSlack]:
 @pytest.fixture
 def bot(
     sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
-) -> Iterator[app.Bot]:
+) -> Iterator[runtime.Bot]:
     with running_bot(bot_settings(sim, slack, tmp_path, redis_url), slack) as running:
         yield running

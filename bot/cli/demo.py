@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from bot import app
+from bot import runtime
 from bot.adapters import store
 from bot.services import reaper
 from bot.testing import runner, stages
@@ -109,7 +109,7 @@ class Story:
     """The moves of the story: users typing, the clock moving, and waits for what the bot should say."""
 
     def __init__(
-        self, sim: world.BackgroundWorld, slack: BackgroundSlack, live: LiveTranscript, bot: app.Bot
+        self, sim: world.BackgroundWorld, slack: BackgroundSlack, live: LiveTranscript, bot: runtime.Bot
     ) -> None:
         self.sim, self.slack, self.live, self.bot = sim, slack, live, bot
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
 
-from bot import app, settings
+from bot import app, runtime, settings
 from bot.adapters import socket_mode
 from sim.slack.runner import BackgroundSlack
 
@@ -24,7 +24,7 @@ def running_bot(
     reaper_timer: bool = True,
     wait: float = WAIT,
     **build: Any,
-) -> Iterator[app.Bot]:
+) -> Iterator[runtime.Bot]:
     """`app.build(config, **build)`, started and connected; hung up and stopped when the block ends.
 
     Without `reaper_timer` the caller runs reaper rounds itself (`bot.reap()`) after moving a manual sim

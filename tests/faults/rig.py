@@ -19,7 +19,7 @@ from typing import Any
 
 import redis
 
-from bot import app
+from bot import runtime
 from bot.adapters import kube, kube_retry, slack_outbox
 from bot.testing import stages
 from sim.cluster import world
@@ -64,7 +64,7 @@ is the product's own."""
 class Rig:
     sim: world.BackgroundWorld
     slack: BackgroundSlack
-    bot: app.Bot
+    bot: runtime.Bot
     news: ChangeCounter
 
     def set_api_faults(self, **fields: Any) -> Json:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from slack_bolt import BoltResponse
 
-from bot import app
+from bot import runtime
 from sim.cluster import world
 from sim.slack.emulator import SlackConfig
 from sim.slack.ratelimits import RateLimitConfig
@@ -42,7 +42,7 @@ class ListenerGate:
 
 @dataclass
 class HttpBot:
-    bot: app.Bot
+    bot: runtime.Bot
     url: str
     gate: ListenerGate
 

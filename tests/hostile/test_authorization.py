@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from bot import app, settings
+from bot import runtime, settings
 from bot.adapters import slack_chat
 from bot.core import labels, podspec
 from bot.services import reaper
@@ -60,7 +60,7 @@ def slack(slack_env: None) -> Iterator[BackgroundSlack]:
 @pytest.fixture
 def bot(
     sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
-) -> Iterator[app.Bot]:
+) -> Iterator[runtime.Bot]:
     """The real bot on the sim's clock, its reaper driven by the test (`bot.reap()`), Ada an admin."""
     config = bot_settings(sim, slack, tmp_path, redis_url)
     config = dataclasses.replace(config, reaper=settings.ReaperSettings(interval_seconds=NEVER))
@@ -125,7 +125,7 @@ MATRIX = [
 
 @pytest.mark.parametrize(("actor", "action", "via"), MATRIX)
 def test_who_may_release_and_extend(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, actor: str, action: str, via: str
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot, actor: str, action: str, via: str
 ) -> None:
     root = start(sim, slack, OWNER, "training-1")
     before = pod_named(sim, "training-1")
@@ -159,7 +159,7 @@ def test_who_may_release_and_extend(
 
 
 def test_over_quota_is_refused_and_creates_nothing(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     start(sim, slack, OWNER, "first")
     start(sim, slack, OWNER, "second")
@@ -211,7 +211,7 @@ FOREIGN_ACTS: dict[str, Callable[[BackgroundSlack, str], Any]] = {
 def test_a_pod_gpubot_did_not_make_is_never_touched(
     sim: world.BackgroundWorld,
     slack: BackgroundSlack,
-    bot: app.Bot,
+    bot: runtime.Bot,
     core: client.CoreV1Api,
     act: str,
 ) -> None:
@@ -234,7 +234,7 @@ def test_a_pod_gpubot_did_not_make_is_never_touched(
 
 
 def test_release_all_and_the_reaper_leave_a_foreign_pod_alone(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, core: client.CoreV1Api
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot, core: client.CoreV1Api
 ) -> None:
     start(sim, slack, OWNER, "mine")
     core.create_namespaced_pod("default", foreign_pod("not-mine", thread_ts="1.000001"))
@@ -248,7 +248,7 @@ def test_release_all_and_the_reaper_leave_a_foreign_pod_alone(
 
 
 def test_two_ids_that_share_an_owner_label_cannot_reach_each_others_pods(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     start(sim, slack, EVE, "eves")
     (pod,) = gpubot_pods(sim)
@@ -266,7 +266,7 @@ def test_two_ids_that_share_an_owner_label_cannot_reach_each_others_pods(
 
 
 def test_a_stale_view_never_deletes_a_namesake(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, core: client.CoreV1Api
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot, core: client.CoreV1Api
 ) -> None:
     """The reaper acts on the informers' view, which lags the cluster. Between gpubot's pod going and the
     informer hearing of it, a hand-made pod may take the name: a delete the reaper still has to finish
@@ -303,7 +303,7 @@ FORGED_VALUES = ["", "default/", "/training-1", "training-1", "default/training-
     [(RELEASE_BUTTON, v) for v in FORGED_VALUES] + [(EXTEND_BUTTON, ""), (EXTEND_BUTTON, "default/")],
 )
 def test_a_button_whose_value_names_no_workload_changes_nothing(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, button: str, value: str
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot, button: str, value: str
 ) -> None:
     """Issue 21: a forged Release with an empty value released the clicker's own only workload, as
     `/gpu release` with no name does. The owner's own click, so only the value can refuse it."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bot import app, settings
+from bot import runtime, settings
 from bot.core import models
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
@@ -54,7 +54,7 @@ def configured(
     slack: BackgroundSlack,
     tmp_path: Path,
     redis_url: str,
-) -> Iterator[tuple[app.Bot, models.PodSecurity]]:
+) -> Iterator[tuple[runtime.Bot, models.PodSecurity]]:
     security = security_from(HARDENED_ENV if request.param == "hardened" else {})
     config = bot_settings(sim, slack, tmp_path, redis_url)
     config = dataclasses.replace(config, cluster=dataclasses.replace(config.cluster, pod_security=security))
@@ -87,7 +87,7 @@ def test_the_hardened_settings_are_read_from_the_environment() -> None:
 
 
 def test_created_pods_carry_the_configured_security_whatever_is_typed(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, configured: tuple[app.Bot, models.PodSecurity]
+    sim: world.BackgroundWorld, slack: BackgroundSlack, configured: tuple[runtime.Bot, models.PodSecurity]
 ) -> None:
     _, security = configured
     for text in ASKING_FOR_MORE:

@@ -21,7 +21,7 @@ import pytest
 import redis
 from kubernetes import client
 
-from bot import app, settings
+from bot import runtime, settings
 from sim.cluster import faults, world
 from sim.slack.ratelimits import FaultConfig
 from sim.slack.runner import BackgroundSlack
@@ -52,7 +52,7 @@ def bot_config(
 @contextlib.contextmanager
 def replicas(
     sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str, count: int
-) -> Iterator[list[app.Bot]]:
+) -> Iterator[list[runtime.Bot]]:
     """`count` real bots on one Redis, each with its own Socket Mode connection (envelopes go round robin),
     Slack's pacing lifted as the emulator's limits are off (18 refusals a race would otherwise queue)."""
     with contextlib.ExitStack() as stack:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 
-from bot import app
+from bot import runtime
 from bot.core import commands, models
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
@@ -42,7 +42,7 @@ POLICY_REFUSED = [
 
 
 def test_hundreds_of_hostile_commands_are_refused_and_create_nothing(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     texts = parser_refused()
     assert len(texts) == PARSER_REFUSED

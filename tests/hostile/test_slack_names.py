@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given
 
-from bot import app
+from bot import runtime
 from bot.core import labels, models, podspec
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
@@ -47,7 +47,7 @@ def told(slack: BackgroundSlack, user: str) -> list[str]:
 
 @pytest.mark.parametrize("user", HOSTILE_USERS, ids=lambda u: u.id)
 def test_a_hostile_slack_identity_becomes_a_valid_pod_and_escaped_text(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, user: User
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot, user: User
 ) -> None:
     argv = ["python", "-c", "import os; os.system('id')", "$(id)", ";", "&&", "|"]
     text = f"run {CUDA} -- {hostile_text.quoted(argv)}"

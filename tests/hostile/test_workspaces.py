@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bot import app
+from bot import runtime
 from bot.core import labels
 from sim.cluster import world
 from sim.slack.deliveries import Delivery
@@ -65,7 +65,7 @@ OTHER_ORG_REFUSAL = REFUSAL.format("another Enterprise Grid organization")
 class Rig:
     sim: world.BackgroundWorld
     slack: BackgroundSlack
-    bot: app.Bot
+    bot: runtime.Bot
     gate: ListenerGate
 
 

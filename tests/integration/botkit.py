@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from bot import app, settings
+from bot import runtime, settings
 from bot.core import labels
 from bot.testing import runner, stages
 from sim.cluster import world
@@ -48,7 +48,7 @@ def bot_settings(
 
 def running_bot(
     config: settings.Settings, slack: BackgroundSlack, **build: Any
-) -> AbstractContextManager[app.Bot]:
+) -> AbstractContextManager[runtime.Bot]:
     """The real bot, in-process: informers synced, threads resumed, one Socket Mode connection."""
     return runner.running_bot(config, slack, wait=WAIT, **build)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from bot import app
+from bot import runtime
 from bot.adapters import slack_render
 from bot.core import labels
 from handlers import actions
@@ -41,7 +41,7 @@ pytestmark = pytest.mark.usefixtures("slack_env")
 
 
 def test_run_walks_the_thread_through_every_step(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     root = run_and_wait_for_thread(sim, slack)
     (pod,) = gpubot_pods(sim)
@@ -82,7 +82,7 @@ def test_run_walks_the_thread_through_every_step(
 
 
 def test_status_release_and_the_owner_check(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     root = run_and_wait_for_thread(sim, slack)
     name = gpubot_pods(sim)[0]["metadata"]["name"]
@@ -118,7 +118,7 @@ def test_status_release_and_the_owner_check(
 
 
 def test_release_button_by_the_owner(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     run_and_wait_for_thread(sim, slack)
     root = slack.wait_until(lambda: [r for r in roots(slack) if r["edited"]])[0]
@@ -137,7 +137,7 @@ def test_release_button_by_the_owner(
     ],
 )
 def test_bad_input_says_what_to_type_and_creates_nothing(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, text: str, says: str
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot, text: str, says: str
 ) -> None:
     delivery = slack.type_command("U_ALICE", "C_GPU", "/gpu", text)
     assert delivery.acked
@@ -152,7 +152,7 @@ def test_bad_input_says_what_to_type_and_creates_nothing(
     assert not gpubot_pods(sim) and not roots(slack)
 
 
-def test_help_explains_each_command(slack: BackgroundSlack, bot: app.Bot) -> None:
+def test_help_explains_each_command(slack: BackgroundSlack, bot: runtime.Bot) -> None:
     delivery = slack.type_command("U_BOB", "C_GPU", "/gpu", "help")
     assert delivery.ack_payload is not None
     for usage in ("/gpu run IMAGE", "/gpu status [all]", "/gpu release [NAME|all]"):
@@ -206,7 +206,7 @@ def test_the_scale_channel_gets_one_message_per_episode(
 
 
 def test_a_problem_clears_once_the_workload_moves_on(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     """Bob waits at a full pool; once alice releases and bob is scheduled, his thread drops the warning."""
     sim.run(lambda: sim.world.registry.set_autoscaling("gpu-pool", enabled=True, min_size=0, max_size=1))
@@ -243,7 +243,7 @@ def status_shown(slack: BackgroundSlack, user: str, words: str) -> str:
 
 
 def test_status_shows_what_each_pool_costs_now(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     idle = status_shown(slack, "U_ALICE", "*GPU pools*")
     assert "gpu-pool: 0 node(s) ready, 0 provisioning" in idle and "size 0 to 5 · $0/h now" in idle
@@ -257,7 +257,7 @@ def test_status_shows_what_each_pool_costs_now(
 
 
 def test_a_release_is_recorded_on_the_terminating_pod(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, core: client.CoreV1Api
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot, core: client.CoreV1Api
 ) -> None:
     root = run_and_wait_for_thread(sim, slack)
     advance_until(sim, slack, step_reached(slack, "Running"))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from bot import app
+from bot import runtime
 from bot.adapters import store
 from bot.core import provisioning, usage
 from sim.cluster import world
@@ -61,7 +61,7 @@ def remember_scale_ups(redis_url: str, seconds: list[float]) -> store.RedisStore
 
 
 def test_a_redelivered_command_makes_one_thread_and_one_pod(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     first = slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
     wait_for_pods(sim, slack)
@@ -210,7 +210,7 @@ def without_clocks(update: dict[str, object]) -> str:
 
 
 def test_the_status_message_is_edited_for_news_and_never_for_a_clock_alone(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     root = run_and_wait_for_thread(sim, slack)
     advance_until(sim, slack, step_reached(slack, "Running"))

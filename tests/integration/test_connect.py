@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot import app
+from bot import runtime
 from sim.cluster import entrypoints, world
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import CUDA, WAIT, Json, advance_until, roots
@@ -42,7 +42,7 @@ def started(sim: world.BackgroundWorld, slack: BackgroundSlack, text: str, name:
 
 
 def test_a_notebook_run_shows_the_forward_line_and_the_url_with_the_token_its_server_printed(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     root = started(sim, slack, NOTEBOOK, "explore", "token=")
     section = connect_section(root)
@@ -54,7 +54,7 @@ def test_a_notebook_run_shows_the_forward_line_and_the_url_with_the_token_its_se
 
 
 def test_ports_named_with_port_are_forwarded_and_no_url_is_made_up(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     root = started(sim, slack, PORTS, "board", "port-forward")
     section = connect_section(root)
@@ -68,7 +68,7 @@ def test_ports_named_with_port_are_forwarded_and_no_url_is_made_up(
 
 
 def test_the_connect_section_goes_when_the_run_is_over(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     root = started(sim, slack, PORTS, "board", "port-forward")
     assert slack.type_command("U_ALICE", "C_GPU", "/gpu", "release board").acked
@@ -80,7 +80,7 @@ def test_the_connect_section_goes_when_the_run_is_over(
 
 
 def test_bad_ports_are_refused_and_start_nothing(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     for text, words in (
         (f"run {CUDA} --port 0", "from 1 to 65535, not '0'"),
@@ -101,7 +101,7 @@ KUBECTL = shutil.which("kubectl")
 
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 def test_the_lines_the_thread_gives_reach_the_api_server_which_answers_as_a_real_one_would(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, tmp_path: Path
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot, tmp_path: Path
 ) -> None:
     """The sim runs no processes: its kubelets refuse streams, as an unreachable kubelet does."""
     root = started(sim, slack, NOTEBOOK, "explore", "token=")

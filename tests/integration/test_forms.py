@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot import app
+from bot import runtime
 from bot.core import images
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
@@ -35,7 +35,7 @@ def element(view: Json, block_id: str) -> dict[str, Any]:
 
 
 def test_gpu_alone_opens_the_form_with_each_type_its_price_and_what_is_free(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     view = open_form(slack)
     assert view["title"]["text"] == "Run on a GPU" and view["private_metadata"] == "C_GPU"
@@ -52,7 +52,7 @@ def test_gpu_alone_opens_the_form_with_each_type_its_price_and_what_is_free(
 
 
 def test_a_submission_is_exactly_gpu_run_and_starts_one_run(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     view = open_form(slack)
     typed = {"image": CUDA, "hours": "2", "ports": "8888", "command": "python train.py --epochs 3"}
@@ -91,7 +91,7 @@ def test_a_submission_is_exactly_gpu_run_and_starts_one_run(
 def test_a_mistake_is_told_under_its_field_and_nothing_starts(
     sim: world.BackgroundWorld,
     slack: BackgroundSlack,
-    bot: app.Bot,
+    bot: runtime.Bot,
     typed: dict[str, str],
     field: str,
     words: str,
@@ -107,7 +107,7 @@ def test_a_mistake_is_told_under_its_field_and_nothing_starts(
 
 
 def test_the_notebook_type_runs_its_own_image_and_the_form_offers_recent_images_first(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     view = open_form(slack)
     assert element(view, "image").get("initial_value") is None, "no runs yet: nothing to offer"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot import app
+from bot import runtime
 from sim.cluster import world
 from sim.slack.emulator import SlackConfig
 from sim.slack.ratelimits import RateLimitConfig
@@ -37,7 +37,7 @@ MONEY = r"\$\d+\.\d\d · \d+\.\d GPU-hours"
 @pytest.fixture
 def bot_on_sim_clock(
     sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
-) -> Iterator[app.Bot]:
+) -> Iterator[runtime.Bot]:
     """One clock for the bot and the cluster, so an hour the sim runs is an hour of spend."""
     with running_bot(
         bot_settings(sim, slack, tmp_path, redis_url), slack, clock=sim.world.clock.datetime
@@ -80,7 +80,7 @@ def run_for_an_hour(sim: world.BackgroundWorld, slack: BackgroundSlack) -> str:
 
 
 def test_home_shows_my_workload_spend_and_pool_and_release_on_home_releases(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot_on_sim_clock: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot_on_sim_clock: runtime.Bot
 ) -> None:
     workload = run_for_an_hour(sim, slack)
     home = opened_home(slack, "U_ALICE")
@@ -110,7 +110,7 @@ def test_home_shows_my_workload_spend_and_pool_and_release_on_home_releases(
 
 
 def test_an_admin_sees_everyones_spend_on_home_and_by_usage(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot_on_sim_clock: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot_on_sim_clock: runtime.Bot
 ) -> None:
     run_for_an_hour(sim, slack)
     home = opened_home(slack, "U_ADMIN")
@@ -132,7 +132,7 @@ def test_an_admin_sees_everyones_spend_on_home_and_by_usage(
 
 
 def test_usage_in_text_and_its_refusals_change_nothing(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot_on_sim_clock: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot_on_sim_clock: runtime.Bot
 ) -> None:
     run_for_an_hour(sim, slack)
     mine = usage_answer(slack, "U_ALICE", "usage")

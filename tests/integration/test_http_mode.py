@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot import app, settings
+from bot import app, runtime, settings
 from bot.adapters import http_mode
 from bot.core import labels
 from bot.testing import stages
@@ -61,7 +61,7 @@ def http_settings(base: settings.Settings) -> settings.Settings:
 
 
 @contextlib.contextmanager
-def served_bot(config: settings.Settings) -> Iterator[tuple[app.Bot, str]]:
+def served_bot(config: settings.Settings) -> Iterator[tuple[runtime.Bot, str]]:
     """The real bot behind a real HTTP server on a free loopback port: (bot, the URL Slack POSTs to)."""
     bot = app.build(config)
     bot.start(sync_timeout=WAIT)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bot import app
+from bot import runtime
 from bot.adapters import slack_chat
 from bot.core import labels, notices, podspec
 from handlers import actions
@@ -46,7 +46,7 @@ pytestmark = pytest.mark.usefixtures("slack_env")
 @contextlib.contextmanager
 def lease_bot(
     sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str, **reaper: Any
-) -> Iterator[app.Bot]:
+) -> Iterator[runtime.Bot]:
     """The real bot with reaper settings changed; its rounds are an hour apart, so none runs mid-test."""
     base = bot_settings(sim, slack, tmp_path, redis_url)
     changed = dataclasses.replace(base.reaper, interval_seconds=3600, **reaper)
@@ -57,7 +57,7 @@ def lease_bot(
 @pytest.fixture
 def quiet_bot(
     sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
-) -> Iterator[app.Bot]:
+) -> Iterator[runtime.Bot]:
     with lease_bot(sim, slack, tmp_path, redis_url) as running:
         yield running
 
@@ -117,7 +117,7 @@ def token(moment: datetime) -> str:
 def test_extend_by_command_moves_the_lease_records_it_and_answers_the_idle_warning(
     sim: world.BackgroundWorld,
     slack: BackgroundSlack,
-    quiet_bot: app.Bot,
+    quiet_bot: runtime.Bot,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     root = run_and_wait_for_thread(sim, slack)
@@ -156,7 +156,7 @@ def test_extend_by_command_moves_the_lease_records_it_and_answers_the_idle_warni
 
 
 def test_the_extend_button_adds_the_default_lease_as_the_clicker(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, quiet_bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, quiet_bot: runtime.Bot
 ) -> None:
     run_and_wait_for_thread(sim, slack)
     root = slack.wait_until(lambda: [r for r in roots(slack) if actions.EXTEND_ACTION in button_ids(r)])[0]
@@ -173,7 +173,7 @@ def test_the_extend_button_adds_the_default_lease_as_the_clicker(
 
 
 def test_another_users_extend_is_refused_and_changes_nothing(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, quiet_bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, quiet_bot: runtime.Bot
 ) -> None:
     root = run_and_wait_for_thread(sim, slack)
     name, before = name_of(sim), annotations(sim)
@@ -222,7 +222,7 @@ def test_an_extension_past_the_cap_is_refused_with_what_fits_and_changes_nothing
     ],
 )
 def test_bad_extend_input_says_what_to_type(
-    slack: BackgroundSlack, quiet_bot: app.Bot, text: str, says: str
+    slack: BackgroundSlack, quiet_bot: runtime.Bot, text: str, says: str
 ) -> None:
     delivery = slack.type_command("U_ALICE", "C_GPU", "/gpu", text)
     assert delivery.acked
@@ -232,7 +232,7 @@ def test_bad_extend_input_says_what_to_type(
 
 
 def test_several_workloads_need_a_name_and_the_refusal_says_which(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, quiet_bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, quiet_bot: runtime.Bot
 ) -> None:
     for label in ("one", "two"):
         slack.type_command("U_ALICE", "C_GPU", "/gpu", f"run {CUDA} --name {label} -- sleep 3600")
@@ -243,7 +243,7 @@ def test_several_workloads_need_a_name_and_the_refusal_says_which(
 
 
 def test_a_finished_workload_cannot_be_extended(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, quiet_bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, quiet_bot: runtime.Bot
 ) -> None:
     slack.type_command("U_ALICE", "C_GPU", "/gpu", f"run {CUDA} --name quick -- true")
     advance_until(sim, slack, headline_is(slack, "Finished"))
@@ -255,7 +255,7 @@ def test_a_finished_workload_cannot_be_extended(
 
 
 def test_a_terminating_workload_cannot_be_extended(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, quiet_bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, quiet_bot: runtime.Bot
 ) -> None:
     run_and_wait_for_thread(sim, slack)
     advance_until(sim, slack, step_reached(slack, "Running"))  # on a node, a pod terminates gracefully
@@ -277,7 +277,7 @@ def test_a_terminating_workload_cannot_be_extended(
 
 
 def test_keep_holds_off_the_idle_release_for_one_window(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, quiet_bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, quiet_bot: runtime.Bot
 ) -> None:
     root = run_and_wait_for_thread(sim, slack)
     name = name_of(sim)

@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 from slack_sdk import WebClient
 
-from bot import app
+from bot import runtime
 from bot.adapters import slack_render
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
@@ -58,7 +58,7 @@ def crashed_run(sim: world.BackgroundWorld, slack: BackgroundSlack) -> Json:
 
 
 def test_a_failed_run_tells_its_exit_code_its_meaning_and_its_last_lines(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     root = crashed_run(sim, slack)
     failed = ending(slack, root)
@@ -70,7 +70,7 @@ def test_a_failed_run_tells_its_exit_code_its_meaning_and_its_last_lines(
 
 
 def test_the_running_reply_mentions_the_owner_and_other_steps_do_not(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     root = crashed_run(sim, slack)
     said = replies(slack, root)
@@ -80,7 +80,7 @@ def test_the_running_reply_mentions_the_owner_and_other_steps_do_not(
 
 
 def test_gpu_logs_shows_the_owner_the_output_and_refuses_anyone_else(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     crashed_run(sim, slack)
     assert slack.type_command("U_ALICE", "C_GPU", "/gpu", "logs").acked
@@ -96,7 +96,7 @@ def test_gpu_logs_shows_the_owner_the_output_and_refuses_anyone_else(
 
 
 def test_the_logs_button_on_a_finished_run_shows_its_output(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     root = crashed_run(sim, slack)
     slack.wait_until(
@@ -140,7 +140,7 @@ def read_as_a_client(slack: BackgroundSlack, file_id: str) -> bytes:
 
 
 def test_output_past_a_screen_goes_whole_to_the_askers_dms_and_the_ephemeral_keeps_its_end(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, core: client.CoreV1Api
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot, core: client.CoreV1Api
 ) -> None:
     chatty_run(sim, slack)
     assert slack.type_command("U_ALICE", "C_GPU", "/gpu", "logs chatty --tail 5000").acked
@@ -165,7 +165,7 @@ def test_output_past_a_screen_goes_whole_to_the_askers_dms_and_the_ephemeral_kee
 
 
 def test_a_tail_asked_past_the_output_sends_what_there_is(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     chatty_run(sim, slack)
     assert slack.type_command("U_ADMIN", "C_GPU", "/gpu", "logs chatty --tail 80").acked

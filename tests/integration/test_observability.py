@@ -20,7 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from slack_bolt.adapter.socket_mode.websocket_client import SocketModeHandler
 
-from bot import app, settings
+from bot import app, runtime, settings
 from bot.adapters import observability, socket_mode
 from bot.core import podspec, reaping
 from sim.cluster import world
@@ -81,7 +81,7 @@ def config(
 @contextlib.contextmanager
 def probed_bot(
     config: settings.Settings, slack: BackgroundSlack, sim: world.BackgroundWorld
-) -> Iterator[tuple[app.Bot, int]]:
+) -> Iterator[tuple[runtime.Bot, int]]:
     """The bot as `gpubot serve` runs it: probes first, then informers, then the Socket Mode connection;
     each stage is checked on /readyz as it comes."""
     bot = app.build(config, clock=sim.world.clock.datetime)
@@ -101,7 +101,7 @@ def probed_bot(
         bot.stop()
 
 
-def reap_until_reminded(sim: world.BackgroundWorld, bot: app.Bot) -> None:
+def reap_until_reminded(sim: world.BackgroundWorld, bot: runtime.Bot) -> None:
     for _ in range(90):  # the lease is an hour, the reminder comes 15 minutes before its end
         sim.advance(60, step=60)
         bot.cluster.wait_synced(WAIT)

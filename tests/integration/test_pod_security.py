@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot import app, settings
+from bot import runtime, settings
 from bot.core import labels
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
@@ -38,7 +38,7 @@ profiles:
 @pytest.fixture
 def restricted_bot(
     sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
-) -> Iterator[app.Bot]:
+) -> Iterator[runtime.Bot]:
     profiles = tmp_path / "profiles.yaml"
     profiles.write_text(PROFILES)
     config = bot_settings(sim, slack, tmp_path, redis_url)
@@ -60,7 +60,7 @@ def workload_pods(sim: world.BackgroundWorld) -> list[Json]:
 
 
 def test_the_default_namespace_enforces_restricted(
-    sim: world.BackgroundWorld, restricted_bot: app.Bot
+    sim: world.BackgroundWorld, restricted_bot: runtime.Bot
 ) -> None:
     assert restricted_bot.cluster.namespace == NAMESPACE == "gpubot-workloads"
     namespace = sim.run(lambda: sim.world.store.get("namespaces", "", NAMESPACE))
@@ -68,7 +68,7 @@ def test_the_default_namespace_enforces_restricted(
 
 
 def test_a_default_run_is_admitted_in_the_restricted_namespace(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, restricted_bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, restricted_bot: runtime.Bot
 ) -> None:
     assert slack.type_command("U_ALICE", "C_GPU", "/gpu", f"run {CUDA} -- sleep 3600").acked
     (pod,) = slack.wait_until(lambda: workload_pods(sim), timeout=WAIT)
@@ -81,7 +81,7 @@ def test_a_default_run_is_admitted_in_the_restricted_namespace(
 
 
 def test_a_root_profile_is_refused_and_its_owner_told_why(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, restricted_bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, restricted_bot: runtime.Bot
 ) -> None:
     assert slack.type_command("U_ALICE", "C_GPU", "/gpu", f"run {CUDA} --type cuda-root -- sleep 3600").acked
 

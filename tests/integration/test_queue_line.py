@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot import app
+from bot import runtime
 from bot.core import labels, podspec
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
@@ -47,7 +47,7 @@ def hours(text: str) -> float:
 
 
 def test_a_full_pool_shows_each_waiter_its_place_and_an_eta_that_moves_with_the_holders(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     sim.run(lambda: sim.world.registry.set_autoscaling(POOL, enabled=True, min_size=0, max_size=1))
     slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
@@ -84,7 +84,7 @@ def buttons(message: Json) -> list[str]:
 
 
 def test_asking_for_a_gpu_dms_the_owner_of_an_idle_one_who_can_release_it_from_there(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
 ) -> None:
     sim.run(lambda: sim.world.registry.set_autoscaling(POOL, enabled=True, min_size=0, max_size=1))
     slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)

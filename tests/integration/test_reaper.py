@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bot import app, settings
+from bot import runtime, settings
 from bot.adapters import slack_outbox
 from bot.core import labels, podspec
 from sim.cluster import world
@@ -56,7 +56,7 @@ def reaping_bot(
     lead: bool = True,
     outbox: slack_outbox.OutboxSettings | None = None,
     **reaper: Any,
-) -> Iterator[app.Bot]:
+) -> Iterator[runtime.Bot]:
     config = bot_settings(sim, slack, tmp_path, redis_url)
     config = dataclasses.replace(
         config,
@@ -71,7 +71,7 @@ def reaping_bot(
 
 def reap_until(
     sim: world.BackgroundWorld,
-    bots: list[app.Bot],
+    bots: list[runtime.Bot],
     done: Callable[[], Any],
     *,
     stride: float = 30,
@@ -99,7 +99,7 @@ def reap_until(
     raise AssertionError(f"not reached within {limit} simulated seconds")
 
 
-def caught_up(sim: world.BackgroundWorld, bot: app.Bot) -> None:
+def caught_up(sim: world.BackgroundWorld, bot: runtime.Bot) -> None:
     """Wait until the bot holds every gpubot pod as the sim stores it now: the reaper decides on the
     informers' copies and guards its writes with their resourceVersion, so a round on copies older than
     the clock's last step only meets Conflicts ("next round decides again") and proves nothing. Checked
@@ -122,7 +122,7 @@ def going(sim: world.BackgroundWorld) -> bool:
 
 
 def round_after_round(
-    sim: world.BackgroundWorld, bot: app.Bot, due: datetime, *, limit: int = 200, flush: bool = True
+    sim: world.BackgroundWorld, bot: runtime.Bot, due: datetime, *, limit: int = 200, flush: bool = True
 ) -> int:
     """Reaper rounds every STRIDE simulated seconds until the pod is going; how many rounds ran at or
     after `due` (1: the first round that could delete it did). `flush`: let the outbox drain after each
@@ -205,7 +205,7 @@ def test_an_idle_gpu_gets_an_early_warning_and_the_release_button_works(
     assert "It will be released <!date^" in warning["text"] and "(under 5% use)" in warning["text"]
 
 
-def quiet_hour(sim: world.BackgroundWorld, bot: app.Bot) -> list[list[Any]]:
+def quiet_hour(sim: world.BackgroundWorld, bot: runtime.Bot) -> list[list[Any]]:
     """An hour of reaper rounds, one a minute; what each round did."""
     rounds = []
     for _ in range(60):

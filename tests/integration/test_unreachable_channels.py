@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot import app
+from bot import runtime
 from bot.adapters import slack_outbox
 from bot.core import labels, podspec
 from sim.cluster import world
@@ -47,7 +47,7 @@ def alice_dms(slack: BackgroundSlack, words: str) -> list[Json]:
     return [m for m in slack.messages(ALICE_DM) if words in m["text"]]
 
 
-def undelivered(bot: app.Bot) -> list[str]:
+def undelivered(bot: runtime.Bot) -> list[str]:
     return [
         line
         for line in bot.telemetry.scrape().decode().splitlines()
@@ -111,7 +111,7 @@ def test_a_delete_waits_for_no_slack_outage_and_is_told_once_slack_is_back(
 
 @pytest.mark.parametrize("private", [False, True])
 def test_a_run_in_a_channel_without_the_bot_is_refused_at_once_with_how_to_invite_it(
-    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot, private: bool
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot, private: bool
 ) -> None:
     """Slack answers the bot's post not_in_channel in a public channel, channel_not_found in a private one."""
     slack.change_channel("C_GPU", bot_member=False, private=private)

@@ -17,7 +17,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import container_v1
 from kubernetes import client
 
-from bot import app, settings
+from bot import runtime, settings
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import advance_until, bot_settings, running_bot
@@ -45,7 +45,7 @@ def hours_around(now: datetime, zone: str, *, before: int, after: int) -> str:
 @pytest.fixture
 def warm_bot(
     sim: world.BackgroundWorld, slack: BackgroundSlack, tmp_path: Path, redis_url: str
-) -> Iterator[app.Bot]:
+) -> Iterator[runtime.Bot]:
     base = bot_settings(sim, slack, tmp_path, redis_url)
     config = dataclasses.replace(
         base,
@@ -97,7 +97,7 @@ def gpu_nodes(sim: world.BackgroundWorld) -> int:
 
 
 def test_an_admin_warms_the_pool_for_its_hours_and_it_drains_after(
-    warm_bot: app.Bot, sim: world.BackgroundWorld, slack: BackgroundSlack
+    warm_bot: runtime.Bot, sim: world.BackgroundWorld, slack: BackgroundSlack
 ) -> None:
     now = sim.world.clock.datetime()
     zone = noon_zone(now)
@@ -144,7 +144,7 @@ def test_an_admin_warms_the_pool_for_its_hours_and_it_drains_after(
 
 
 def test_a_removed_schedule_that_was_on_lets_the_pool_fall_back_to_zero(
-    warm_bot: app.Bot, sim: world.BackgroundWorld, slack: BackgroundSlack
+    warm_bot: runtime.Bot, sim: world.BackgroundWorld, slack: BackgroundSlack
 ) -> None:
     now = sim.world.clock.datetime()
     zone = noon_zone(now)
@@ -161,7 +161,7 @@ def test_a_removed_schedule_that_was_on_lets_the_pool_fall_back_to_zero(
 
 
 def test_refusals_change_nothing(
-    warm_bot: app.Bot, sim: world.BackgroundWorld, slack: BackgroundSlack
+    warm_bot: runtime.Bot, sim: world.BackgroundWorld, slack: BackgroundSlack
 ) -> None:
     slack.type_command("U_ADMIN", "C_GPU", "/gpu", "warm no-such-pool min 1 daily 09:00-10:00 UTC")
     assert "no pool named no-such-pool" in ephemeral(slack, "U_ADMIN", "no-such-pool")
@@ -174,7 +174,7 @@ def test_refusals_change_nothing(
 
 
 def test_without_a_cloud_schedules_cannot_be_added_and_say_what_to_set(
-    bot: app.Bot, sim: world.BackgroundWorld, slack: BackgroundSlack
+    bot: runtime.Bot, sim: world.BackgroundWorld, slack: BackgroundSlack
 ) -> None:
     slack.type_command("U_ADMIN", "C_GPU", "/gpu", "warm gpu-pool min 1 daily 09:00-10:00 UTC")
     assert "set GPUBOT_CLOUD" in ephemeral(slack, "U_ADMIN", "GPUBOT_CLOUD")
@@ -182,7 +182,7 @@ def test_without_a_cloud_schedules_cannot_be_added_and_say_what_to_set(
 
 
 def test_gpu_doctor_is_for_admins_and_answers_with_every_check(
-    warm_bot: app.Bot, sim: world.BackgroundWorld, slack: BackgroundSlack
+    warm_bot: runtime.Bot, sim: world.BackgroundWorld, slack: BackgroundSlack
 ) -> None:
     slack.type_command("U_BOB", "C_GPU", "/gpu", "doctor")
     assert "Only gpubot admins can run `/gpu doctor`" in ephemeral(slack, "U_BOB", "/gpu doctor")

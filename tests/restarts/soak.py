@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot import app, settings
+from bot import runtime, settings
 from bot.adapters import slack_outbox
 from bot.cli import demo
 from bot.core import labels
@@ -209,7 +209,9 @@ class Figures:
 class Soak:
     """The sim, the emulator, a Redis and the bot, in this process; `run` plays the plan and counts."""
 
-    def __init__(self, config: SoakConfig, sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot):
+    def __init__(
+        self, config: SoakConfig, sim: world.BackgroundWorld, slack: BackgroundSlack, bot: runtime.Bot
+    ):
         self.config, self.sim, self.slack, self.bot = config, sim, slack, bot
         self.pods = ledger.pod_ledger(sim)
         self.figures = Figures(workloads=config.workloads)
