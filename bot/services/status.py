@@ -90,13 +90,14 @@ def deleted_headline(workload: workloads.Workload) -> str:
 
 
 def in_line(thread: Thread) -> bool:
-    """Waiting because its pool is at its maximum: in the line for GPUs that others hold."""
+    """Waiting because its pool cannot grow (at its maximum, or the cloud's GPU quota is used up): in the
+    line for GPUs that others hold."""
     progress = thread.progress
     return (
         progress.outcome is None
         and progress.step in (None, Step.WAITING)
         and thread.problem is not None
-        and thread.problem.key == "max-size"
+        and thread.problem.key in explain.IN_LINE
         and not thread.workload.deletion_requested
     )
 

@@ -507,6 +507,11 @@ def _may_bring(progress: lifecycle.Progress, known: KnownNode) -> bool:
     )
 
 
+def _says_less(new: explain.Problem, shown: explain.Problem | None) -> bool:
+    """A back-off after a failed scale-up, over the failure that caused it (the quota, a stockout)."""
+    return new.key == "backoff" and shown is not None and shown.key in explain.SCALE_UP_FAILURES
+
+
 def _remember(thread: status.Thread, milestones: list[lifecycle.Milestone]) -> status.Thread:
     """Keep each milestone's words: step texts for the checklist, the latest problem, the outcome.
 
@@ -517,7 +522,7 @@ def _remember(thread: status.Thread, milestones: list[lifecycle.Milestone]) -> s
             thread = replace(thread, texts=(*thread.texts, (milestone.step, milestone.text)))
             if not milestone.late:
                 thread = replace(thread, problem=None)
-        if milestone.problem is not None:
+        if milestone.problem is not None and not _says_less(milestone.problem, thread.problem):
             thread = replace(thread, problem=milestone.problem)
         if milestone.outcome is not None:
             thread = replace(thread, outcome_text=milestone.text)

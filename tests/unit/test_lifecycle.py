@@ -89,6 +89,11 @@ def test_pool_names_from_autoscaler_group_ids(group: str, pool: str) -> None:
             "Pod is at risk of not being scheduled.",
             "stockout",
         ),
+        (
+            "Node scale up in zones local-a associated with this pod failed: GCE quota exceeded. "
+            "Pod is at risk of not being scheduled.",
+            "quota",
+        ),
         ("pod didn't trigger scale-up: 1 in backoff after failed scale-up", "backoff"),
     ],
 )
