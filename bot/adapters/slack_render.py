@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from bot.core import notices
+from bot.core import notices, reaping
 
 Block = dict[str, Any]
 
 RELEASE_ACTION = "gpubot_release"
 KEEP_ACTION = "gpubot_keep"
+KEEP_ASKED_ACTION = "gpubot_keep_asked"
 EXTEND_ACTION = "gpubot_extend"
 LOGS_ACTION = "gpubot_logs"
 ASK_ACTION = "gpubot_ask"
@@ -262,6 +263,9 @@ def button_row(workload: str, name: str, buttons: notices.Buttons) -> Block:
         elements.append(button("Extend lease", EXTEND_ACTION, value, style="primary"))
     if buttons.keep:
         elements.append(button("Keep it, I'm using it", KEEP_ACTION, value))
+    if buttons.keep_asked:
+        minutes = int(reaping.ASKED_KEEP.total_seconds() // 60)
+        elements.append(button(f"Keep {minutes} min", KEEP_ASKED_ACTION, value))
     if buttons.logs:
         elements.append(button("Logs", LOGS_ACTION, value))
     if buttons.ask:

@@ -61,7 +61,7 @@ class Asks:
         for holder in asked:
             logger.info("%s asks %s for its idle GPU", waiter.key, holder.key)
             text = queue.ask_text(who, holder)
-            buttons = notices.Buttons(keep=True, release=True)
+            buttons = notices.Buttons(keep_asked=True, release=True)
             self._chat.dm(holder.owner_id, notices.Reminder(text, holder.key, buttons, holder.channel))
         self._tell(channel, actor, said(len(asked), len(idle), waiter.profile))
         return len(asked)

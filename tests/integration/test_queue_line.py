@@ -4,7 +4,7 @@ an ETA from the holders' leases, and both move as the holders extend and release
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -109,8 +109,16 @@ def test_asking_for_a_gpu_dms_the_owner_of_an_idle_one_who_can_release_it_from_t
         lambda: [m for m in slack.messages("D_ALICE") if "is waiting" in m["text"]], timeout=WAIT
     )
     assert dm["text"].startswith(":wave: bob is waiting for a t4 GPU, and your `gpu-u-alice-"), dm["text"]
-    assert buttons(dm) == ["gpubot_keep", "gpubot_release"]
+    assert buttons(dm) == ["gpubot_keep_asked", "gpubot_release"]
+    assert "[Keep 30 min]" in slack.render_text()
 
+    pressed = datetime.now(UTC)  # the bot's clock here is the wall clock
+    assert slack.click_button("U_ALICE", "D_ALICE", dm["ts"], "gpubot_keep_asked").acked  # a little longer
+    kept = lambda: bot.cluster.get_workload("default", alices["metadata"]["name"]).marks.kept_until  # noqa: E731
+    until = slack.wait_until(kept, timeout=WAIT)
+    assert (
+        timedelta(minutes=30) - timedelta(seconds=1) <= until - pressed <= timedelta(minutes=30, seconds=WAIT)
+    )
     assert slack.click_button("U_ALICE", "D_ALICE", dm["ts"], "gpubot_release").acked  # she gives it up
     advance_until(sim, slack, lambda: "Running on" in root_of(sim, slack, "U_BOB")["text"])
     assert alices["metadata"]["name"] not in [p["metadata"]["name"] for p in gpubot_pods(sim)]
