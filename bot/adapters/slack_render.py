@@ -213,12 +213,13 @@ def render_thread_status(status: notices.ThreadStatus) -> Rendered:
 
 def connect_text(connect: notices.Connect) -> str:
     """Copyable lines: each command whole in its own code span, the URL as a link."""
-    lines = ["*Connect* from your machine, with your cluster credentials:"]
-    if connect.forward:
-        lines.append(f"`{escape(connect.forward)}`")
-        if connect.url:
-            lines.append(f"then open <{escape(connect.url)}>")
-    lines.append(f"Shell: `{escape(connect.shell)}`")
+    shell = f"`{escape(connect.shell)}`"
+    if not connect.forward:  # one line on a phone: nothing to forward
+        return f"*Shell* from your machine, with your cluster credentials: {shell}"
+    lines = ["*Connect* from your machine, with your cluster credentials:", f"`{escape(connect.forward)}`"]
+    if connect.url:
+        lines.append(f"then open <{escape(connect.url)}>")
+    lines.append(f"Shell: {shell}")
     return "\n".join(lines)
 
 
