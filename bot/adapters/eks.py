@@ -20,7 +20,7 @@ from typing import Any
 import boto3
 import botocore.exceptions
 
-from bot.core import errors, labels, machines, operations, pools
+from bot.core import errors, labels, machines, operations, pools, taints
 from bot.settings import CloudSettings
 
 logger = logging.getLogger(__name__)
@@ -69,8 +69,8 @@ def client(service: str, endpoint: str, settings: CloudSettings) -> Any:
         return boto3.client(service, **options)
 
 
-def taints_json(taints: tuple[pools.PoolTaint, ...]) -> list[dict[str, str]]:
-    return [{"key": t.key, "value": t.value, "effect": EFFECTS[t.effect]} for t in taints]
+def taints_json(found: tuple[taints.Taint, ...]) -> list[dict[str, str]]:
+    return [{"key": t.key, "value": t.value, "effect": EFFECTS[t.effect]} for t in found]
 
 
 def tags_json(group: str, tags: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -111,7 +111,7 @@ def pool_view(
         accelerator_count=built_in[1] if built_in else None,
         labels=node_labels,
         taints=tuple(
-            pools.PoolTaint(str(t.get("key", "")), str(t.get("value", "")), KUBE_EFFECTS.get(t["effect"], ""))
+            taints.Taint(str(t.get("key", "")), str(t.get("value", "")), KUBE_EFFECTS.get(t["effect"], ""))
             for t in nodegroup.get("taints") or []
         ),
         ami_type=str(nodegroup.get("amiType", "")),

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from bot.core import labels, machines, models, workloads
+from bot.core import labels, machines, models, taints, workloads
 
 
 class Cloud(enum.Enum):
@@ -20,20 +20,7 @@ class Cloud(enum.Enum):
     EKS = "eks"
 
 
-@dataclass(frozen=True)
-class PoolTaint:
-    key: str
-    value: str
-    effect: str
-    """Kubernetes spelling: NoSchedule, PreferNoSchedule, NoExecute (adapters map the clouds' enums)."""
-
-    def __str__(self) -> str:
-        return f"{self.key}={self.value}:{self.effect}"
-
-
-GPU_TAINT = PoolTaint(labels.GPU_TAINT_KEY, "present", "NoSchedule")
-"""Keeps every pod that does not ask for a GPU off the pool, so idle GPU nodes can scale down."""
-KEEP_OFF_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+GPU_TAINT = taints.EXPECTED_GPU_TAINT
 MAX_NODES = {Cloud.GKE: 1000, Cloud.EKS: 450}
 """GKE's nodes per pool and zone; EKS's nodes per managed nodegroup (its service quota)."""
 EKS_GPU_AMI = "AL2023_x86_64_NVIDIA"
@@ -95,7 +82,7 @@ class PoolSpec:
     min_size: int
     max_size: int
     labels: Mapping[str, str]
-    taints: tuple[PoolTaint, ...]
+    taints: tuple[taints.Taint, ...]
     node_role: str = ""
     subnets: tuple[str, ...] = ()
     ami_type: str = ""
@@ -121,7 +108,7 @@ class PoolView:
     accelerator_count: int | None
     """GPUs per node; None when the machine type is unknown to gpubot."""
     labels: Mapping[str, str]
-    taints: tuple[PoolTaint, ...]
+    taints: tuple[taints.Taint, ...]
     ami_type: str = ""
     asg_name: str = ""
     asg_tags: Mapping[str, str] | None = None
@@ -134,15 +121,6 @@ class Resize:
     max_size: int
     desired_size: int | None
     """Set only when the current size falls outside the new bounds (EKS refuses such an update)."""
-
-
-def tolerates(toleration: models.Toleration, taint: PoolTaint) -> bool:
-    """Kubernetes' rule: an empty effect matches every effect; Exists with no key matches every taint."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.operator == "Exists":
-        return not toleration.key or toleration.key == taint.key
-    return toleration.key == taint.key and toleration.value == taint.value
 
 
 def check_sizes(cloud: Cloud, min_size: int, max_size: int) -> Refused | None:
@@ -215,12 +193,12 @@ def pool_labels(request: PoolRequest, accelerator: str) -> dict[str, str] | Refu
 
 
 def node_template_tags(
-    *, cluster: str, node_labels: Mapping[str, str], taints: tuple[PoolTaint, ...], gpus: int | None
+    *, cluster: str, node_labels: Mapping[str, str], node_taints: tuple[taints.Taint, ...], gpus: int | None
 ) -> dict[str, str]:
     """The ASG tags that let the Cluster Autoscaler find a group and picture its nodes while it has none."""
     tags = {CA_ENABLED_TAG: "true", CA_TAG_PREFIX + cluster: "owned"}
     tags |= {TEMPLATE_LABEL_TAG + key: value for key, value in node_labels.items()}
-    tags |= {TEMPLATE_TAINT_TAG + t.key: f"{t.value}:{t.effect}" for t in taints}
+    tags |= {TEMPLATE_TAINT_TAG + t.key: f"{t.value}:{t.effect}" for t in node_taints}
     if gpus:
         tags[TEMPLATE_RESOURCE_TAG + labels.GPU_RESOURCE] = str(gpus)
     return tags
@@ -252,7 +230,7 @@ def plan_pool(request: PoolRequest) -> PoolSpec | Refused:
         return refusal
     if not profile.accelerator:
         return Refused(f"profile {profile.name} names no accelerator; add `accelerator:` to its profile")
-    if not any(tolerates(t, GPU_TAINT) for t in profile.tolerations):
+    if not any(taints.tolerates(t, GPU_TAINT) for t in profile.tolerations):
         return Refused(
             f"profile {profile.name} does not tolerate the GPU pool's taint {GPU_TAINT}, so its pods could "
             f"never land there; add the toleration {{key: {GPU_TAINT.key}, operator: Equal, "
@@ -265,9 +243,10 @@ def plan_pool(request: PoolRequest) -> PoolSpec | Refused:
     if isinstance(node_labels, Refused):
         return node_labels
     machine_type, gpus = machine
-    taints = (GPU_TAINT,)
     eks = request.cloud is Cloud.EKS
-    tags = node_template_tags(cluster=request.cluster, node_labels=node_labels, taints=taints, gpus=gpus)
+    tags = node_template_tags(
+        cluster=request.cluster, node_labels=node_labels, node_taints=(GPU_TAINT,), gpus=gpus
+    )
     return PoolSpec(
         cloud=request.cloud,
         name=request.name,
@@ -277,7 +256,7 @@ def plan_pool(request: PoolRequest) -> PoolSpec | Refused:
         min_size=request.min_size,
         max_size=request.max_size,
         labels=node_labels,
-        taints=taints,
+        taints=(GPU_TAINT,),
         node_role=request.node_role,
         subnets=request.subnets,
         ami_type=EKS_GPU_AMI if eks else "",
@@ -373,7 +352,7 @@ def taint_problems(pool: PoolView) -> list[str]:
             f"no {GPU_TAINT.key} taint: any pod may land on a GPU node and keep it from scaling down; "
             f"taint the pool {GPU_TAINT}"
         ]
-    if not any(t.effect in KEEP_OFF_EFFECTS for t in gpu_taints):
+    if not any(taints.blocks(t) for t in gpu_taints):
         effects = ", ".join(sorted({t.effect for t in gpu_taints}))
         return [
             f"taint {GPU_TAINT.key} has effect {effects}: other pods still land on GPU nodes when "
@@ -394,7 +373,7 @@ def tag_problems(pool: PoolView, tags: Mapping[str, str]) -> list[str]:
         if key not in tags
     ]
     wanted = node_template_tags(
-        cluster=pool.cluster, node_labels=pool.labels, taints=pool.taints, gpus=pool.accelerator_count
+        cluster=pool.cluster, node_labels=pool.labels, node_taints=pool.taints, gpus=pool.accelerator_count
     )
     why = {
         TEMPLATE_LABEL_TAG: "does not know new nodes get this label, so pods selecting it never scale it up",

@@ -464,9 +464,7 @@ def test_a_manifest_without_a_pod_says_so(text: str, message: str) -> None:
 def test_toleration_values_are_validated_as_the_api_server_does(
     entry: dict[str, object], problem: str
 ) -> None:
-    from bot.core import manifests
-
-    assert manifests.toleration_problems(entry, "[0]") == [problem]
+    assert taints.toleration_problems(entry, "[0]") == [problem]
 
 
 # -- the autoscaler ------------------------------------------------------------------------------------
