@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import labels, lifecycle, models, podspec, taints, workloads
+from bot.core import cluster_nodes, labels, lifecycle, models, taints
 
 GKE, EKS = "gke", "eks"
 MAX_NODE_PROVISION_TIME = timedelta(minutes=15)
@@ -54,43 +54,6 @@ class Check:
 
 
 @dataclass(frozen=True)
-class NodeFacts:
-    name: str
-    pool: str = ""
-    ready: bool = True
-    ready_since: datetime | None = None
-    labels: Mapping[str, str] = field(default_factory=dict)
-    taints: tuple[taints.Taint, ...] = ()
-    gpus: int = 0
-    """Allocatable GPUs: zero until the device plugin registers with the kubelet."""
-
-    @property
-    def has_accelerator(self) -> bool:
-        return any(k in self.labels for k in (labels.GKE_ACCELERATOR_LABEL, labels.EKS_ACCELERATOR_LABEL))
-
-    @property
-    def looks_like_gpu(self) -> bool:
-        return self.gpus > 0 or self.has_accelerator or any(taints.is_gpu_taint(t) for t in self.taints)
-
-
-def node_facts(node: Mapping[str, Any]) -> NodeFacts:
-    """A Node as the API sent it, reduced to what the checks read."""
-    metadata, status = node.get("metadata"), node.get("status")
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    ready = next((c for c in conditions or [] if isinstance(c, Mapping) and c.get("type") == "Ready"), None)
-    since = ready.get("lastTransitionTime") if ready else None
-    return NodeFacts(
-        name=str(metadata.get("name", "")) if isinstance(metadata, Mapping) else "",
-        pool=workloads.node_pool(node),
-        ready=workloads.node_ready(node),
-        ready_since=podspec.parse_time(since) if isinstance(since, str) and since else None,
-        labels=workloads.node_labels(node),
-        taints=taints.from_node(node),
-        gpus=workloads.node_gpus(node),
-    )
-
-
-@dataclass(frozen=True)
 class PoolTemplate:
     """What the cloud says a new node of the pool gets: all the autoscaler knows of a pool at zero."""
 
@@ -126,7 +89,7 @@ class CloudPool:
 @dataclass(frozen=True)
 class PoolFacts:
     name: str
-    nodes: tuple[NodeFacts, ...] = ()
+    nodes: tuple[cluster_nodes.Node, ...] = ()
     min_size: int | None = None
     max_size: int | None = None
     autoscaled: bool | None = None
@@ -239,12 +202,12 @@ class Facts:
 # -- assembling pools from what the cluster says ----------------------------------------------------
 
 
-def cloud_of(group_id: str, nodes: tuple[NodeFacts, ...], read: CloudPool | None = None) -> str:
+def cloud_of(group_id: str, nodes: tuple[cluster_nodes.Node, ...], read: CloudPool | None = None) -> str:
     if read is not None:
         return read.cloud
-    if "/instanceGroups/gke-" in group_id or any(workloads.GKE_NODEPOOL_LABEL in n.labels for n in nodes):
+    if "/instanceGroups/gke-" in group_id or any(labels.GKE_NODEPOOL_LABEL in n.labels for n in nodes):
         return GKE
-    if group_id.startswith("eks-") or any(workloads.EKS_NODEGROUP_LABEL in n.labels for n in nodes):
+    if group_id.startswith("eks-") or any(labels.EKS_NODEGROUP_LABEL in n.labels for n in nodes):
         return EKS
     return ""
 
@@ -260,7 +223,7 @@ def group_pool(group_name: str, node_pools: set[str], cloud: Mapping[str, CloudP
 
 
 def known_pools(
-    nodes: list[NodeFacts], groups: Mapping[str, tuple[int, int]], cloud: Mapping[str, CloudPool]
+    nodes: list[cluster_nodes.Node], groups: Mapping[str, tuple[int, int]], cloud: Mapping[str, CloudPool]
 ) -> set[str]:
     """Every pool the cluster, the autoscaler or the cloud names, GPU or not."""
     node_pools = {n.pool for n in nodes if n.pool} | set(cloud)
@@ -268,7 +231,7 @@ def known_pools(
 
 
 def assemble_pools(
-    nodes: list[NodeFacts],
+    nodes: list[cluster_nodes.Node],
     groups: Mapping[str, tuple[int, int]],
     *,
     status_readable: bool,

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from bot.core import lifecycle, notices, workloads
+from bot.core import cluster_nodes, labels, lifecycle, notices, workloads
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
@@ -39,13 +39,6 @@ class Cause(enum.Enum):
     MIN_SIZE = "min-size"
     AUTOSCALER = "autoscaler"
     UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True)
-class NodeFacts:
-    name: str
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -79,15 +72,6 @@ def _strings(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
 
 
-def read_node(node: Mapping[str, Any]) -> NodeFacts:
-    metadata = node.get("metadata") or {}
-    return NodeFacts(
-        name=str(metadata.get("name", "")),
-        labels=_strings(metadata.get("labels")),
-        annotations=_strings(metadata.get("annotations")),
-    )
-
-
 def read_pod(pod: Mapping[str, Any]) -> PodFacts:
     metadata, status = pod.get("metadata") or {}, pod.get("status") or {}
     owners = metadata.get("ownerReferences")
@@ -110,7 +94,7 @@ def read_pod(pod: Mapping[str, Any]) -> PodFacts:
 def diagnose(
     pool: str,
     *,
-    nodes: Sequence[NodeFacts],
+    nodes: Sequence[cluster_nodes.Node],
     pods: Sequence[PodFacts],
     status_text: str | None,
     min_size: int | None,
@@ -135,7 +119,7 @@ def _names(items: Sequence[str]) -> str:
     return f"{shown} and {more} more" if more > 0 else shown
 
 
-def _node_reasons(nodes: Sequence[NodeFacts]) -> list[Reason]:
+def _node_reasons(nodes: Sequence[cluster_nodes.Node]) -> list[Reason]:
     held = [n.name for n in nodes if n.annotations.get(SCALE_DOWN_DISABLED) == "true"]
     if not held:
         return []
@@ -229,12 +213,12 @@ def _pod_reason(cause: Cause, pods: list[PodFacts]) -> Reason:
 
 
 def _min_size_reason(
-    pool: str, min_size: int, nodes: Sequence[NodeFacts], group: Mapping[str, Any] | None
+    pool: str, min_size: int, nodes: Sequence[cluster_nodes.Node], group: Mapping[str, Any] | None
 ) -> Reason:
     health = group.get("health") if group is not None else None
     high = health.get("maxSize") if isinstance(health, Mapping) else None
     top = str(high) if isinstance(high, int) else "<max>"
-    eks = any(workloads.EKS_NODEGROUP_LABEL in n.labels for n in nodes)
+    eks = any(labels.EKS_NODEGROUP_LABEL in n.labels for n in nodes)
     command = (
         f"`aws eks update-nodegroup-config --nodegroup-name {pool} --scaling-config minSize=0`"
         if eks
@@ -316,7 +300,7 @@ def _group_reasons(pool: str, group: Mapping[str, Any], *, blocked: bool) -> lis
             Reason(
                 Cause.AUTOSCALER,
                 f"the autoscaler reports {pool} {health}, and it scales no unhealthy group down",
-                f"look at the pool's nodes (`kubectl get nodes -l {workloads.GKE_NODEPOOL_LABEL}={pool}`) "
+                f"look at the pool's nodes (`kubectl get nodes -l {labels.GKE_NODEPOOL_LABEL}={pool}`) "
                 "and the autoscaler's logs",
             )
         ]

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from bot.core import labels, machines, models, taints, workloads
+from bot.core import labels, machines, models, taints
 
 
 class Cloud(enum.Enum):
@@ -171,8 +171,8 @@ def choose_machine(request: PoolRequest, accelerator: str) -> tuple[str, int] | 
 def cloud_set_labels(cloud: Cloud, name: str, accelerator: str) -> dict[str, str]:
     """Node labels the cloud sets by itself: a profile may select them, but a pool must not set them."""
     if cloud is Cloud.GKE:
-        return {labels.GKE_ACCELERATOR_LABEL: accelerator, workloads.GKE_NODEPOOL_LABEL: name}
-    return {workloads.EKS_NODEGROUP_LABEL: name}
+        return {labels.GKE_ACCELERATOR_LABEL: accelerator, labels.GKE_NODEPOOL_LABEL: name}
+    return {labels.EKS_NODEGROUP_LABEL: name}
 
 
 def pool_labels(request: PoolRequest, accelerator: str) -> dict[str, str] | Refused:

@@ -29,6 +29,14 @@ MEMORY_UNITS: dict[str, int] = {
 _BINARY_UNITS = ("Pi", "Ti", "Gi", "Mi", "Ki")
 
 
+def count(value: object) -> int:
+    """An extended-resource quantity (`"1"`, `2`, GPUs); anything fractional or odd counts as none."""
+    try:
+        return max(int(str(value)), 0)
+    except ValueError:
+        return 0
+
+
 def parse_cpu(text: str) -> int | None:
     """`2`, `0.5`, `.5` or `500m` → millicores; None when it is not a CPU amount we accept."""
     millis = _CPU_MILLIS.fullmatch(text)

@@ -11,7 +11,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from bot.core import doctor, doctor_autoscaler, doctor_facts, errors, models, notices, ports, provisioning
+from bot.core import (
+    cluster_nodes,
+    doctor,
+    doctor_autoscaler,
+    doctor_facts,
+    errors,
+    models,
+    notices,
+    ports,
+    provisioning,
+)
 from bot.core.doctor_facts import EKS, Facts
 from bot.services import chat
 
@@ -57,7 +67,7 @@ def gather(
         ),
     )
     try:
-        nodes = [doctor_facts.node_facts(node) for node in probe.list_node_objects()]
+        nodes = [cluster_nodes.read(node) for node in probe.list_node_objects()]
     except errors.GpubotError as err:
         return replace(facts, cluster_error=f"listing nodes failed: {err}")
     found = read_autoscaler(probe, clock)

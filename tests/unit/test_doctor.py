@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.core import doctor, doctor_autoscaler, doctor_pools, doctor_scheduling, models, taints
+from bot.core.cluster_nodes import Node
 from bot.core.doctor_facts import (
     EKS,
     GKE,
@@ -16,13 +17,11 @@ from bot.core.doctor_facts import (
     EksNodeGroup,
     Facts,
     Manifest,
-    NodeFacts,
     Permissions,
     PoolFacts,
     PoolTemplate,
     Status,
     assemble_pools,
-    node_facts,
 )
 from sim import seed
 
@@ -37,7 +36,7 @@ T4 = models.GpuProfile(
 MIG = "https://www.googleapis.com/compute/v1/projects/demo/zones/local-a/instanceGroups/gke-demo-gpu-pool-grp"
 
 
-def gpu_node(name: str = "gke-demo-gpu-pool-1", **overrides: object) -> NodeFacts:
+def gpu_node(name: str = "gke-demo-gpu-pool-1", **overrides: object) -> Node:
     fields: dict[str, object] = {
         "name": name,
         "pool": "gpu-pool",
@@ -47,7 +46,7 @@ def gpu_node(name: str = "gke-demo-gpu-pool-1", **overrides: object) -> NodeFact
         "taints": (GPU_TAINT,),
         "gpus": 1,
     }
-    return NodeFacts(**(fields | overrides))  # type: ignore[arg-type]
+    return Node(**(fields | overrides))  # type: ignore[arg-type]
 
 
 def pool(**overrides: object) -> PoolFacts:
@@ -91,20 +90,6 @@ def test_tolerates_follows_upstream(given: models.Toleration, taint: taints.Tain
 def test_prefer_no_schedule_never_keeps_a_pod_off() -> None:
     soft = taints.Taint("DeletionCandidateOfClusterAutoscaler", "1", "PreferNoSchedule")
     assert taints.untolerated([], [soft, GPU_TAINT]) == [GPU_TAINT]
-
-
-def test_node_facts_read_a_node_as_the_api_sends_it() -> None:
-    node = {
-        "metadata": {"name": "n1", "labels": POOL_LABELS},
-        "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
-        "status": {
-            "allocatable": {"nvidia.com/gpu": "1", "cpu": "4"},
-            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-03T08:00:00Z"}],
-        },
-    }
-    assert node_facts(node) == NodeFacts(
-        "n1", "gpu-pool", True, NOW - timedelta(hours=1), POOL_LABELS, (GPU_TAINT,), 1
-    )
 
 
 # -- pool sizing and taint --------------------------------------------------------------------------
@@ -756,7 +741,7 @@ def test_no_gpu_pool_and_a_broken_profiles_file_fail() -> None:
 
 
 def test_gpu_pools_are_those_with_gpu_nodes_and_autoscaled_pools_at_zero() -> None:
-    cpu = NodeFacts("cpu-1", pool="default-pool", labels={"cloud.google.com/gke-nodepool": "default-pool"})
+    cpu = Node("cpu-1", pool="default-pool", labels={"cloud.google.com/gke-nodepool": "default-pool"})
     found = assemble_pools([cpu, gpu_node()], {MIG: (0, 5)}, status_readable=True)
     assert [(p.name, p.min_size, p.max_size, p.autoscaled, p.cloud) for p in found] == [
         ("gpu-pool", 0, 5, True, GKE)

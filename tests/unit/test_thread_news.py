@@ -62,7 +62,7 @@ def advanced(thread: status.Thread, *seen: lifecycle.Observation) -> status.Thre
 
 
 def node(at: timedelta, *, ready: bool, gpus: int = 0) -> lifecycle.NodeSeen:
-    return lifecycle.NodeSeen(T0 + at, NODE, ready=ready, gpus=gpus, pool="gpu-pool")
+    return lifecycle.NodeSeen(NODE, ready=ready, gpus=gpus, pool="gpu-pool", at=T0 + at)
 
 
 def test_a_new_stage_is_news() -> None:
