@@ -176,6 +176,11 @@ class GkePools:
             found = self.client.get_node_pool(name=self.pool_path(name))
         return pool_view(found, cluster=self.cluster)
 
+    def list_pools(self) -> list[pools.PoolView]:
+        with translated():
+            found = self.client.list_node_pools(parent=self.parent)
+        return [pool_view(pool, cluster=self.cluster) for pool in found.node_pools]
+
     def set_pool_size(
         self, name: str, resize: pools.Resize, *, watch: operations.Watch | None = None
     ) -> pools.PoolView:

@@ -15,17 +15,16 @@ from typing import Any
 
 import yaml
 
-from bot.core import labels, notices
-from bot.core.doctor_facts import AutoscalerFacts, Check, EksNodeGroup, Status
+from bot.core import labels, notices, pools
+from bot.core.doctor_facts import AutoscalerFacts, Check, Status
+from bot.core.pools import PoolView
 
 STATUS_CONFIGMAP = "kube-system/cluster-autoscaler-status"
 FRESH_FOR = timedelta(minutes=2)
 """The autoscaler rewrites its status every scan (10 s by default); two minutes without means it stopped."""
 PROVISION_WARN_SHARE = 0.7
 """Warn when the slowest scale-up used this share of max-node-provision-time: one bad day from a timeout."""
-TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
 GPU = labels.GPU_RESOURCE
-GPU_TAG = f"{TEMPLATE_TAG}resources/{GPU}"
 
 
 _TEXT_HEALTH = re.compile(r"Cluster-wide:\s*\n\s*Health:\s*(\w+)")
@@ -190,47 +189,31 @@ def provisioning_time(pool: str, samples: tuple[float, ...], limit: timedelta) -
     )
 
 
-def wanted_tags(group: EksNodeGroup) -> dict[str, str]:
-    """The tags the autoscaler reads to build a node from nothing; `""` means any value will do."""
-    wanted = {f"{TEMPLATE_TAG}label/{k}": v for k, v in sorted(group.labels.items())}
-    wanted |= {f"{TEMPLATE_TAG}taint/{t.key}": f"{t.value}:{t.effect}" for t in group.taints}
-    return wanted | {
-        GPU_TAG: "",
-        "k8s.io/cluster-autoscaler/enabled": "",
-        f"k8s.io/cluster-autoscaler/{group.cluster}": "",
-    }
-
-
-def _tag_wrong(key: str, wanted: str, tags: Mapping[str, str]) -> bool:
-    if key not in tags:
-        return True
-    if key == GPU_TAG:
-        return not (tags[key].isdigit() and int(tags[key]) > 0)
-    return bool(wanted) and tags[key] != wanted
-
-
-def eks_node_template(group: EksNodeGroup) -> Check:
+def eks_node_template(view: PoolView) -> Check:
+    """`pools.tag_problems`: at zero nodes the autoscaler knows a node group only from its ASG's tags."""
     name = "eks-node-template"
-    if group.error:
-        return Check(name, Status.FAIL, f"{group.pool}: could not read the node group's tags: {group.error}")
-    wanted = wanted_tags(group)
-    wrong = [k for k, v in wanted.items() if _tag_wrong(k, v, group.tags)]
-    if not wrong:
+    if view.error:
+        return Check(name, Status.FAIL, f"{view.name}: could not read the node group's tags: {view.error}")
+    found = pools.tag_problems(view)
+    if not found:
+        gpus = (view.asg_tags or {}).get(pools.GPU_TAG, "")
         return Check(
             name,
             Status.PASS,
-            f"{group.pool}: ASG {group.asg} has node-template tags for {len(group.labels)} label(s), "
-            f"{len(group.taints)} taint(s) and {GPU}={group.tags[GPU_TAG]}, and both auto-discovery tags",
+            f"{view.name}: ASG {view.asg_name} has node-template tags for {len(view.labels)} label(s), "
+            f"{len(view.taints)} taint(s) and {GPU}={gpus}, and both auto-discovery tags",
         )
-    shown = {k: wanted[k] or ("1" if k == GPU_TAG else "owned") for k in wrong}
+    if not view.asg_name:
+        return Check(
+            name, Status.FAIL, f"{view.name}: " + "; ".join(found), "wait for the node group to be ACTIVE"
+        )
     tags = " ".join(
-        f"ResourceId={group.asg},ResourceType=auto-scaling-group,Key={k},Value={v},PropagateAtLaunch=true"
-        for k, v in shown.items()
+        f"ResourceId={view.asg_name},ResourceType=auto-scaling-group,Key={k},Value={v},PropagateAtLaunch=false"
+        for k, v in pools.wanted_tags(view).items()
     )
     return Check(
         name,
         Status.FAIL,
-        f"{group.pool}: ASG {group.asg} lacks {', '.join(f'{k}={v}' for k, v in shown.items())}: at zero "
-        "nodes the autoscaler cannot tell that a new node would fit a GPU pod, so it never scales up",
+        f"{view.name}: " + "; ".join(found),
         f"aws autoscaling create-or-update-tags --tags {tags}",
     )

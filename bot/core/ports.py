@@ -270,6 +270,10 @@ class PoolManager(Protocol):
         """The pool as the cloud reports it; `NotFound` if there is none of that name."""
         ...
 
+    def list_pools(self) -> Sequence[pools.PoolView]:
+        """Every node pool of the cluster, GPU or not; `Unavailable` if the cloud cannot be asked."""
+        ...
+
     def set_pool_size(
         self, name: str, resize: pools.Resize, *, watch: operations.Watch | None = None
     ) -> pools.PoolView:
@@ -294,12 +298,4 @@ class ClusterProbe(Protocol):
 
     def review_access(self, rule: doctor_facts.AccessRule) -> doctor_facts.AccessAnswer:
         """Whether the credentials in use may do this, by the API server's SelfSubjectAccessReview."""
-        ...
-
-
-class CloudPools(Protocol):
-    """Node pools as their cloud reports them: all there is to know of a pool at zero nodes."""
-
-    def list_cloud_pools(self) -> Sequence[doctor_facts.CloudPool]:
-        """Every node pool of the cluster with its template; `Unavailable` if the cloud cannot be asked."""
         ...

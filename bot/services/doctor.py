@@ -19,6 +19,7 @@ from bot.core import (
     errors,
     models,
     notices,
+    pools,
     ports,
     provisioning,
 )
@@ -52,7 +53,7 @@ def gather(
     *,
     probe: ports.ClusterProbe,
     store: ports.Store,
-    cloud: ports.CloudPools | None,
+    cloud: ports.PoolManager | None,
     clock: Callable[[], datetime],
 ) -> Facts:
     facts = Facts(
@@ -75,19 +76,19 @@ def gather(
     text = found.text
     readable = text is not None and doctor_autoscaler.read_status(text).structured
     groups = doctor_autoscaler.group_sizes(text)
-    pools = doctor_facts.assemble_pools(
+    gpu_pools = doctor_facts.assemble_pools(
         nodes, groups, status_readable=readable, cloud=cloud_pools, only=request.pools
     )
     known = doctor_facts.known_pools(nodes, groups, cloud_pools)
     return replace(
         facts,
-        pools=pools,
+        pools=gpu_pools,
         unknown_pools=tuple(sorted(request.pools - known)),
         known_pools=tuple(sorted(known)),
         autoscaler=found,
         cloud_error=cloud_error,
-        provisioning={p.name: tuple(store.samples(provisioning.series(p.name))) for p in pools},
-        eks=eks_groups(request, pools, cloud_pools),
+        provisioning={p.name: tuple(store.samples(provisioning.series(p.name))) for p in gpu_pools},
+        eks=eks_groups(request, gpu_pools, cloud_pools),
     )
 
 
@@ -100,41 +101,23 @@ def read_autoscaler(probe: ports.ClusterProbe, clock: Callable[[], datetime]) ->
     return found if found.now is not None else replace(found, now=clock())
 
 
-def read_cloud(cloud: ports.CloudPools | None) -> tuple[dict[str, doctor_facts.CloudPool], str]:
+def read_cloud(cloud: ports.PoolManager | None) -> tuple[dict[str, pools.PoolView], str]:
     if cloud is None:
         return {}, ""
     try:
-        return {p.name: p for p in cloud.list_cloud_pools()}, ""
+        return {p.name: p for p in cloud.list_pools()}, ""
     except errors.GpubotError as err:
         logger.warning("could not read the cloud's node pools: %s", err)
         return {}, str(err)
 
 
 def eks_groups(
-    request: Request,
-    pools: tuple[doctor_facts.PoolFacts, ...],
-    cloud_pools: Mapping[str, doctor_facts.CloudPool],
-) -> tuple[doctor_facts.EksNodeGroup, ...] | None:
+    request: Request, found: tuple[doctor_facts.PoolFacts, ...], cloud_pools: Mapping[str, pools.PoolView]
+) -> tuple[pools.PoolView, ...] | None:
     """The GPU pools' node groups with their ASG tags, when an EKS cluster was asked."""
     if request.cloud != EKS:
         return None
-    found = []
-    for pool in pools:
-        read = cloud_pools.get(pool.name)
-        if read is None:
-            continue
-        found.append(
-            doctor_facts.EksNodeGroup(
-                pool=pool.name,
-                cluster=request.cluster,
-                asg=read.group,
-                tags=read.asg_tags or {},
-                labels=read.template.labels,
-                taints=read.template.taints,
-                error=read.error,
-            )
-        )
-    return tuple(found)
+    return tuple(cloud_pools[p.name] for p in found if p.name in cloud_pools)
 
 
 def probe_permissions(
@@ -158,7 +141,7 @@ class SlackDoctor:
         *,
         probe: ports.ClusterProbe,
         store: ports.Store,
-        cloud: ports.CloudPools | None,
+        cloud: ports.PoolManager | None,
         chat_port: chat.Chat,
         policy: models.QuotaPolicy,
         clock: Callable[[], datetime],

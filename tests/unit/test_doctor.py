@@ -6,20 +6,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core import doctor, doctor_autoscaler, doctor_pools, doctor_scheduling, models, taints
+from bot.core import doctor, doctor_autoscaler, doctor_pools, doctor_scheduling, models, pools, taints
 from bot.core.cluster_nodes import Node
 from bot.core.doctor_facts import (
     EKS,
     GKE,
     AccessAnswer,
     AutoscalerFacts,
-    CloudPool,
-    EksNodeGroup,
     Facts,
     Manifest,
     Permissions,
     PoolFacts,
-    PoolTemplate,
     Status,
     assemble_pools,
 )
@@ -47,6 +44,30 @@ def gpu_node(name: str = "gke-demo-gpu-pool-1", **overrides: object) -> Node:
         "gpus": 1,
     }
     return Node(**(fields | overrides))  # type: ignore[arg-type]
+
+
+def cloud_view(cloud: pools.Cloud = pools.Cloud.GKE, **changes: object) -> pools.PoolView:
+    """A GPU pool as its cloud reports it, right in every way unless changed."""
+    eks = cloud is pools.Cloud.EKS
+    fields: dict[str, object] = {
+        "cloud": cloud,
+        "name": "gpu-ng" if eks else "gpu-pool",
+        "cluster": "demo",
+        "status": "ACTIVE" if eks else "RUNNING",
+        "autoscaling": True,
+        "min_size": 0,
+        "max_size": 5,
+        "current_size": None,
+        "machine_type": "g4dn.xlarge" if eks else "n1-standard-4",
+        "accelerator_type": "nvidia-tesla-t4",
+        "accelerator_count": 1,
+        "labels": {"app-type": "gpu-workloads"} if eks else POOL_LABELS,
+        "taints": (GPU_TAINT,),
+        "ami_type": pools.EKS_GPU_AMI if eks else "",
+        "asg_name": "eks-gpu-ng-asg" if eks else "",
+        "asg_tags": {} if eks else None,
+    }
+    return pools.PoolView(**(fields | changes))  # type: ignore[arg-type]
 
 
 def pool(**overrides: object) -> PoolFacts:
@@ -102,18 +123,19 @@ def test_prefer_no_schedule_never_keeps_a_pod_off() -> None:
         (
             pool(min_size=1),
             Status.FAIL,
-            "gpu-pool: min 1, max 5: 1 GPU node(s) stay up (and billed) even when no one uses them",
+            "gpu-pool: min size is 1: that many GPU nodes run, and are billed, while nobody uses them; set "
+            "--min 0 (a pre-warm schedule raises it only when wanted)",
         ),
         (
             pool(max_size=0),
             Status.FAIL,
-            "gpu-pool: min 0, max 0: the autoscaler may never add a node, so GPU pods wait forever",
+            "gpu-pool: max size is 0: the pool can never scale up; set --max to at least 1",
         ),
         (
             pool(autoscaled=False, min_size=None, max_size=None),
             Status.FAIL,
-            "gpu-pool: the Cluster Autoscaler does not scale this pool (its status lists no such node "
-            "group), so it never grows from zero",
+            "gpu-pool: autoscaling is off: the Cluster Autoscaler never adds or removes nodes; turn it on "
+            "with `gpubot pool set --min 0 --max N`",
         ),
         (
             pool(autoscaled=None, min_size=None, max_size=None),
@@ -139,7 +161,7 @@ def test_pool_sizing_fixes_name_the_cloud_command() -> None:
     )
 
 
-GKE_TEMPLATE = PoolTemplate("the GKE node pool's config (gpu-pool)", POOL_LABELS, (GPU_TAINT,), 1, True)
+GKE_VIEW = cloud_view()
 
 
 @pytest.mark.parametrize(
@@ -154,20 +176,20 @@ GKE_TEMPLATE = PoolTemplate("the GKE node pool's config (gpu-pool)", POOL_LABELS
         (
             pool(nodes=(gpu_node(), gpu_node("bare", taints=()))),
             Status.FAIL,
-            "gpu-pool: node(s) bare lack the nvidia.com/gpu=present:NoSchedule taint, so any pod may land on "
-            "(and keep up) an expensive GPU node",
+            "gpu-pool: node(s) bare: no nvidia.com/gpu taint: any pod may land on a GPU node and keep it "
+            "from scaling down; taint the pool nvidia.com/gpu=present:NoSchedule",
         ),
         (
-            pool(template=GKE_TEMPLATE),
+            pool(view=GKE_VIEW),
             Status.PASS,
             "gpu-pool: no nodes now; the GKE node pool's config (gpu-pool) gives new nodes "
             "nvidia.com/gpu=present:NoSchedule",
         ),
         (
-            pool(template=PoolTemplate("the EKS node group (gpu-ng)", {}, ())),
+            pool(view=cloud_view(pools.Cloud.EKS, taints=())),
             Status.FAIL,
-            "gpu-pool: no nodes now, and the EKS node group (gpu-ng) gives new nodes no nvidia.com/gpu taint "
-            "(taints: none), so any pod may land on a GPU node",
+            "gpu-pool: no nodes now; the EKS node group (gpu-ng): no nvidia.com/gpu taint: any pod may land "
+            "on a GPU node and keep it from scaling down; taint the pool nvidia.com/gpu=present:NoSchedule",
         ),
         (
             pool(),
@@ -225,7 +247,7 @@ def test_a_taint_of_any_value_counts_and_transient_taints_are_not_the_pools() ->
             "gpu-pool: no nodes, so whether the device plugin advertises nvidia.com/gpu cannot be checked",
         ),
         (
-            pool(template=GKE_TEMPLATE),
+            pool(view=GKE_VIEW),
             Status.WARN,
             "gpu-pool: no nodes, so whether the device plugin advertises nvidia.com/gpu cannot be checked; "
             "the GKE node pool's config (gpu-pool) promises 1 GPU(s) per node",
@@ -593,10 +615,8 @@ GOOD_TAGS = {
 }
 
 
-def node_group(tags: dict[str, str], error: str = "") -> EksNodeGroup:
-    return EksNodeGroup(
-        "gpu-ng", "demo", "eks-gpu-ng-asg", tags, {"app-type": "gpu-workloads"}, (GPU_TAINT,), error
-    )
+def node_group(tags: dict[str, str], error: str = "") -> pools.PoolView:
+    return cloud_view(pools.Cloud.EKS, asg_tags=tags, error=error)
 
 
 def test_eks_node_template_tags() -> None:
@@ -606,17 +626,27 @@ def test_eks_node_template_tags() -> None:
     )
     missing = {k: v for k, v in GOOD_TAGS.items() if "node-template" not in k}
     check = doctor_autoscaler.eks_node_template(node_group(missing))
-    assert (check.status, check.message) == (
-        Status.FAIL,
-        f"gpu-ng: ASG eks-gpu-ng-asg lacks {TEMPLATE}label/app-type=gpu-workloads, "
-        f"{TEMPLATE}taint/nvidia.com/gpu=present:NoSchedule, {TEMPLATE}resources/nvidia.com/gpu=1: at zero "
-        "nodes the autoscaler cannot tell that a new node would fit a GPU pod, so it never scales up",
+    assert check.status is Status.FAIL
+    assert check.message.startswith(
+        f"gpu-ng: ASG eks-gpu-ng-asg lacks the tag {TEMPLATE}label/app-type=gpu-workloads: at zero nodes the "
+        "Cluster Autoscaler does not know new nodes get this label"
     )
+    assert [k for k in GOOD_TAGS if f"lacks the tag {k}=" in check.message] == [
+        f"{TEMPLATE}label/app-type",
+        f"{TEMPLATE}taint/nvidia.com/gpu",
+        f"{TEMPLATE}resources/nvidia.com/gpu",
+    ]
     assert check.fix.startswith(
         "aws autoscaling create-or-update-tags --tags ResourceId=eks-gpu-ng-asg,"
         f"ResourceType=auto-scaling-group,Key={TEMPLATE}label/app-type,Value=gpu-workloads,"
-        "PropagateAtLaunch=true "
+        "PropagateAtLaunch=false "
     )
+
+
+def test_a_node_group_without_its_auto_scaling_group_yet_fails_until_active() -> None:
+    check = doctor_autoscaler.eks_node_template(cloud_view(pools.Cloud.EKS, asg_name=""))
+    assert (check.status, check.fix) == (Status.FAIL, "wait for the node group to be ACTIVE")
+    assert "no Auto Scaling group yet" in check.message
 
 
 @pytest.mark.parametrize(
@@ -754,15 +784,21 @@ def test_gpu_pools_are_those_with_gpu_nodes_and_autoscaled_pools_at_zero() -> No
 
 
 def test_eks_groups_map_to_their_node_group_through_the_cloud() -> None:
-    template = PoolTemplate("the EKS node group (gpu-ng)", {}, (GPU_TAINT,), None, True)
-    cpu_template = PoolTemplate("the EKS node group (cpu-ng)", {}, ())
-    cloud = {
-        "gpu-ng": CloudPool("gpu-ng", EKS, template, group="eks-gpu-ng-asg", asg_tags={}),
-        "cpu-ng": CloudPool("cpu-ng", EKS, cpu_template, group="eks-cpu-ng-asg", asg_tags={}),
-    }
+    gpu = cloud_view(pools.Cloud.EKS, accelerator_count=None)
+    cpu = cloud_view(
+        pools.Cloud.EKS,
+        name="cpu-ng",
+        asg_name="eks-cpu-ng-asg",
+        machine_type="m5.large",
+        accelerator_type="",
+        accelerator_count=None,
+        ami_type="AL2023_x86_64_STANDARD",
+        taints=(),
+    )
+    cloud = {"gpu-ng": gpu, "cpu-ng": cpu}
     groups = {"eks-gpu-ng-asg": (0, 4), "eks-cpu-ng-asg": (0, 3)}
     found = assemble_pools([], groups, status_readable=True, cloud=cloud)
-    assert [(p.name, p.max_size, p.cloud, p.template) for p in found] == [("gpu-ng", 4, EKS, template)]
+    assert [(p.name, p.max_size, p.cloud, p.view) for p in found] == [("gpu-ng", 4, EKS, gpu)]
     named = assemble_pools([], groups, status_readable=True, cloud=cloud, only=frozenset({"cpu-ng"}))
     assert [p.name for p in named] == ["cpu-ng"]
 
