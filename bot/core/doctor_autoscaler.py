@@ -6,16 +6,10 @@ current releases, plain text (`Cluster-wide:` then `Health: Healthy`) in older o
 
 from __future__ import annotations
 
-import re
 import statistics
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
-import yaml
-
-from bot.core import labels, notices, pools
+from bot.core import autoscaler_status, labels, notices, pools
 from bot.core.doctor_facts import AutoscalerFacts, Check, Status
 from bot.core.pools import PoolView
 
@@ -25,70 +19,6 @@ FRESH_FOR = timedelta(minutes=2)
 PROVISION_WARN_SHARE = 0.7
 """Warn when the slowest scale-up used this share of max-node-provision-time: one bad day from a timeout."""
 GPU = labels.GPU_RESOURCE
-
-
-_TEXT_HEALTH = re.compile(r"Cluster-wide:\s*\n\s*Health:\s*(\w+)")
-_STAMP = re.compile(r"(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))? ([+-]\d{4})")
-
-
-def parse_last_updated(text: str) -> datetime | None:
-    """Go's `2006-01-02 15:04:05.999999999 -0700 MST`, the autoscaler's layout for its status times."""
-    found = _STAMP.search(text or "")
-    if found is None:
-        return None
-    day, clock, fraction, offset = found.groups()
-    micros = (fraction or "0")[:6].ljust(6, "0")
-    try:
-        return datetime.strptime(f"{day} {clock}.{micros} {offset}", "%Y-%m-%d %H:%M:%S.%f %z")
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True)
-class StatusSummary:
-    health: str
-    """`Healthy`, `Unhealthy`, or empty when the status does not say."""
-    autoscaler: str = ""
-    """`Running` or `Initializing` (YAML format only)."""
-    time: str = ""
-    structured: bool = False
-    """The YAML format, which lists every node group it scales (the plain text one does not, usably)."""
-
-
-def read_status(text: str) -> StatusSummary:
-    """The cluster-wide health, the autoscaler's own state and the status time, from either format."""
-    try:
-        document: Any = yaml.safe_load(text)
-    except yaml.YAMLError:
-        document = None
-    if isinstance(document, Mapping) and isinstance(document.get("clusterWide"), Mapping):
-        health = document["clusterWide"].get("health")
-        status = health.get("status") if isinstance(health, Mapping) else None
-        return StatusSummary(
-            health=str(status or ""),
-            autoscaler=str(document.get("autoscalerStatus") or ""),
-            time=str(document.get("time") or ""),
-            structured=True,
-        )
-    found = _TEXT_HEALTH.search(text)
-    return StatusSummary(health=found.group(1) if found else "", time=text[:80])
-
-
-def group_sizes(text: str | None) -> dict[str, tuple[int, int]]:
-    """Node group id (a GKE MIG URL, an AWS ASG name) → (min, max), from the YAML status; {} otherwise."""
-    try:
-        document: Any = yaml.safe_load(text or "")
-    except yaml.YAMLError:
-        return {}
-    groups = document.get("nodeGroups") if isinstance(document, Mapping) else None
-    sizes = {}
-    for group in groups if isinstance(groups, list) else []:
-        health = group.get("health") if isinstance(group, Mapping) else None
-        if isinstance(health, Mapping) and isinstance(group.get("name"), str):
-            low, high = health.get("minSize"), health.get("maxSize")
-            if isinstance(low, int) and isinstance(high, int):
-                sizes[group["name"]] = (low, high)
-    return sizes
 
 
 def autoscaler_health(facts: AutoscalerFacts) -> Check:
@@ -112,8 +42,8 @@ def autoscaler_health(facts: AutoscalerFacts) -> Check:
             "GKE runs it for pools with --enable-autoscaling; elsewhere deploy cluster-autoscaler (chart "
             "autoscaler/cluster-autoscaler) with --write-status-configmap=true and check its logs",
         )
-    status = read_status(facts.text)
-    updated = facts.last_updated or parse_last_updated(status.time)
+    status = autoscaler_status.parse(facts.text)
+    updated = facts.last_updated or autoscaler_status.parse_last_updated(status.time)
     age = max((facts.now - updated).total_seconds(), 0.0) if updated and facts.now else None
     if status.health != "Healthy":
         said = status.health or "not stated"

@@ -15,9 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-import yaml
-
-from bot.core import cluster_nodes, labels, lifecycle, notices, workloads
+from bot.core import autoscaler_status, cluster_nodes, labels, notices, workloads
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
@@ -101,9 +99,10 @@ def diagnose(
 ) -> list[Reason]:
     """Every reason the pool's nodes stay, most actionable first; one "unknown" reason if none is seen."""
     reasons = _node_reasons(nodes) + _pod_reasons(pods)
+    status = autoscaler_status.parse(status_text)
     if min_size:
-        reasons.append(_min_size_reason(pool, min_size, nodes, _group(status_text, pool)))
-    reasons += _status_reasons(pool, status_text, blocked=bool(reasons))
+        reasons.append(_min_size_reason(pool, min_size, nodes, status.group(pool)))
+    reasons += _status_reasons(pool, status if status_text is not None else None, blocked=bool(reasons))
     return reasons or [
         Reason(
             Cause.UNKNOWN,
@@ -213,11 +212,10 @@ def _pod_reason(cause: Cause, pods: list[PodFacts]) -> Reason:
 
 
 def _min_size_reason(
-    pool: str, min_size: int, nodes: Sequence[cluster_nodes.Node], group: Mapping[str, Any] | None
+    pool: str, min_size: int, nodes: Sequence[cluster_nodes.Node], group: autoscaler_status.NodeGroup | None
 ) -> Reason:
-    health = group.get("health") if group is not None else None
-    high = health.get("maxSize") if isinstance(health, Mapping) else None
-    top = str(high) if isinstance(high, int) else "<max>"
+    high = group.max_size if group is not None else None
+    top = str(high) if high is not None else "<max>"
     eks = any(labels.EKS_NODEGROUP_LABEL in n.labels for n in nodes)
     command = (
         f"`aws eks update-nodegroup-config --nodegroup-name {pool} --scaling-config minSize=0`"
@@ -236,30 +234,8 @@ def _min_size_reason(
 # -- the autoscaler's own status ---------------------------------------------------------------------
 
 
-def _document(status_text: str | None) -> Mapping[str, Any] | None:
-    """The YAML status (CA 1.28 and later); None when absent, unreadable or the old plain-text format."""
-    try:
-        document = yaml.safe_load(status_text or "")
-    except yaml.YAMLError:
-        return None
-    return document if isinstance(document, Mapping) else None
-
-
-def _group(status_text: str | None, pool: str) -> Mapping[str, Any] | None:
-    document = _document(status_text)
-    groups = document.get("nodeGroups") if document is not None else None
-    for group in groups if isinstance(groups, list) else []:
-        if isinstance(group, Mapping) and lifecycle.pool_name(str(group.get("name", ""))) == pool:
-            return group
-    return None
-
-
-def _status_of(section: Any) -> str:
-    return str(section.get("status", "")) if isinstance(section, Mapping) else ""
-
-
-def _status_reasons(pool: str, status_text: str | None, *, blocked: bool) -> list[Reason]:
-    if status_text is None:
+def _status_reasons(pool: str, status: autoscaler_status.Status | None, *, blocked: bool) -> list[Reason]:
+    if status is None:
         return [
             Reason(
                 Cause.AUTOSCALER,
@@ -268,10 +244,9 @@ def _status_reasons(pool: str, status_text: str | None, *, blocked: bool) -> lis
                 "check that the pool has autoscaling on (GKE, EKS) or that the cluster-autoscaler runs",
             )
         ]
-    document = _document(status_text)
-    if document is None:
+    if not status.structured:
         return []  # the old plain-text format says nothing this module can rely on
-    running = str(document.get("autoscalerStatus", ""))
+    running = status.autoscaler
     if running and running != "Running":
         return [
             Reason(
@@ -280,7 +255,7 @@ def _status_reasons(pool: str, status_text: str | None, *, blocked: bool) -> lis
                 "give it a few minutes; if it stays so, its logs say why",
             )
         ]
-    group = _group(status_text, pool)
+    group = status.group(pool)
     if group is None:
         return [
             Reason(
@@ -293,8 +268,8 @@ def _status_reasons(pool: str, status_text: str | None, *, blocked: bool) -> lis
     return _group_reasons(pool, group, blocked=blocked)
 
 
-def _group_reasons(pool: str, group: Mapping[str, Any], *, blocked: bool) -> list[Reason]:
-    health = _status_of(group.get("health"))
+def _group_reasons(pool: str, group: autoscaler_status.NodeGroup, *, blocked: bool) -> list[Reason]:
+    health = group.health
     if health and health != "Healthy":
         return [
             Reason(
@@ -304,8 +279,7 @@ def _group_reasons(pool: str, group: Mapping[str, Any], *, blocked: bool) -> lis
                 "and the autoscaler's logs",
             )
         ]
-    scale_down = group.get("scaleDown")
-    status = _status_of(scale_down)
+    status = group.scale_down
     if status == "NoCandidates":
         return [
             Reason(
@@ -318,8 +292,8 @@ def _group_reasons(pool: str, group: Mapping[str, Any], *, blocked: bool) -> lis
             )
         ]
     if status == "CandidatesPresent" and not blocked:  # with a blocker above, the count says nothing new
-        count = scale_down.get("candidates") if isinstance(scale_down, Mapping) else None
-        nodes = f"{count} node{'' if count == 1 else 's'}" if isinstance(count, int) else "nodes"
+        count = group.candidates
+        nodes = f"{count} node{'' if count == 1 else 's'}" if count is not None else "nodes"
         return [
             Reason(
                 Cause.AUTOSCALER,

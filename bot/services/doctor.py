@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from bot.core import (
+    autoscaler_status,
     cluster_nodes,
     doctor,
-    doctor_autoscaler,
     doctor_facts,
     errors,
     models,
@@ -74,8 +74,9 @@ def gather(
     found = read_autoscaler(probe, clock)
     cloud_pools, cloud_error = read_cloud(cloud)
     text = found.text
-    readable = text is not None and doctor_autoscaler.read_status(text).structured
-    groups = doctor_autoscaler.group_sizes(text)
+    parsed = autoscaler_status.parse(text)
+    readable = text is not None and parsed.structured
+    groups = parsed.sizes()
     gpu_pools = doctor_facts.assemble_pools(
         nodes, groups, status_readable=readable, cloud=cloud_pools, only=request.pools
     )

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
-from bot.core import episodes, errors, lifecycle, models, notices, ports, usage, workloads
+from bot.core import autoscaler_status, episodes, errors, lifecycle, models, notices, ports, usage, workloads
 from bot.services import chat, launcher, spend, status
 
 logger = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class AppHome:
         everything = self._cluster.list_workloads()
         mine = [w for w in everything if w.owner_id == user]
         nodes = self._cluster.list_nodes()
-        sizes = status.autoscaler_sizes(self._cluster.read_autoscaler_status())
+        sizes = autoscaler_status.parse(self._cluster.read_autoscaler_status()).pool_sizes()
         views = status.pool_views(nodes, everything, sizes, profiles=self._profiles.values())
         waiting = self._waiting()
         return notices.Home(

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.core import (
+    autoscaler_status,
     commands,
     errors,
     labels,
@@ -390,7 +391,7 @@ class Launcher:
     def status(self, request: models.StatusRequest, user: str, channel: str) -> notices.Ephemeral:
         everything = self._cluster.list_workloads()
         shown = everything if request.everyone else [w for w in everything if w.owner_id == user]
-        sizes = status.autoscaler_sizes(self._cluster.read_autoscaler_status())
+        sizes = autoscaler_status.parse(self._cluster.read_autoscaler_status()).pool_sizes()
         pools = status.pool_views(
             self._cluster.list_nodes(), everything, sizes, profiles=self._settings.profiles.values()
         )

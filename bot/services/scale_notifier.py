@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.core import (
+    autoscaler_status,
     cluster_nodes,
     drain,
     episodes,
@@ -205,7 +206,7 @@ class ScaleNotifier:
         """The one read of the pods on the pool's nodes and of the autoscaler's status, and the answer."""
         pods = [drain.read_pod(pod) for pod in cluster.list_pods_on_nodes(nodes)]
         status_text = cluster.read_autoscaler_status()
-        min_size = status.autoscaler_sizes(status_text).get(pool, (None, None))[0]
+        min_size = autoscaler_status.parse(status_text).pool_sizes().get(pool, (None, None))[0]
         with self._lock:
             facts = [self._nodes.get(name) or cluster_nodes.Node(name) for name in nodes]
         reasons = drain.diagnose(pool, nodes=facts, pods=pods, status_text=status_text, min_size=min_size)

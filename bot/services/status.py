@@ -8,9 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
-
-import yaml
 
 from bot.core import connect, episodes, explain, lifecycle, models, notices, podspec, reaping, workloads
 
@@ -234,23 +231,6 @@ class PoolView:
     def nodes_up(self) -> int:
         """Nodes the cloud bills for: Ready ones and those still provisioning."""
         return self.ready + self.provisioning
-
-
-def autoscaler_sizes(status_text: str | None) -> dict[str, tuple[int, int]]:
-    """Pool → (min, max) from the Cluster Autoscaler's YAML status; {} for the old plain-text format."""
-    try:
-        document: Any = yaml.safe_load(status_text or "")
-    except yaml.YAMLError:
-        return {}
-    groups = document.get("nodeGroups") if isinstance(document, dict) else None
-    sizes: dict[str, tuple[int, int]] = {}
-    for group in groups if isinstance(groups, list) else []:
-        health = group.get("health") if isinstance(group, dict) else None
-        if isinstance(health, dict) and isinstance(group.get("name"), str):
-            low, high = health.get("minSize"), health.get("maxSize")
-            if isinstance(low, int) and isinstance(high, int):
-                sizes[lifecycle.pool_name(group["name"])] = (low, high)
-    return sizes
 
 
 def holds_gpu(workload: workloads.Workload) -> bool:

@@ -554,16 +554,6 @@ def test_autoscaler_health(facts: AutoscalerFacts, status: Status, message: str)
     assert (check.name, check.status, check.message) == ("autoscaler-health", status, message)
 
 
-def test_status_times_and_sizes_are_read_as_the_autoscaler_writes_them() -> None:
-    assert doctor_autoscaler.parse_last_updated("2026-12-03 08:59:50.123456789 +0000 UTC") == datetime(
-        2026, 12, 3, 8, 59, 50, 123456, tzinfo=UTC
-    )
-    assert doctor_autoscaler.parse_last_updated("yesterday") is None
-    assert doctor_autoscaler.group_sizes(YAML_STATUS % ("Healthy", MIG)) == {MIG: (0, 5)}
-    assert doctor_autoscaler.group_sizes(TEXT_STATUS) == {}
-    assert doctor_autoscaler.read_status(TEXT_STATUS).structured is False
-
-
 LIMIT = timedelta(minutes=15)
 
 
