@@ -39,10 +39,6 @@ from bot.services import chat, pending, recent, reservations, status
 logger = logging.getLogger(__name__)
 audit_logger = logging.getLogger("gpubot.audit")
 
-CREATE_ATTEMPTS = 3
-"""A create that failed for a transient reason is retried; a retry that meets its own pod gets a Conflict."""
-
-
 @dataclass(frozen=True)
 class LaunchSettings:
     namespace: str
@@ -336,7 +332,7 @@ class Launcher:
         )
         name = str(manifest["metadata"]["name"])
         try:
-            created = self._create_once(manifest, thread_ts)
+            created = self._create_pod(manifest, thread_ts)
         except errors.GpubotError as err:
             self._refuse_in_thread(channel, thread_ts, name, err, profile=profile)
             return None
@@ -344,23 +340,20 @@ class Launcher:
         recent.remember(self._store, owner.user_id, request.image)
         return created
 
-    def _create_once(self, manifest: Mapping[str, object], thread_ts: str) -> workloads.Workload:
-        """Create, retrying transient failures; a Conflict with our own thread's pod means it exists."""
+    def _create_pod(self, manifest: Mapping[str, object], thread_ts: str) -> workloads.Workload:
+        """Create; a Conflict with our own thread's pod (a run resumed after a restart) means it exists.
+
+        Transient failures are retried once, in the cluster adapter (`kube_retry`: at most 4 tries within
+        25 s); retrying here as well multiplied them to 12 tries and minutes of a user waiting."""
         metadata = manifest["metadata"]
         assert isinstance(metadata, dict)
-        for attempt in range(1, CREATE_ATTEMPTS + 1):
-            try:
-                return self._cluster.create_pod(manifest)
-            except errors.Conflict:
-                existing = self._cluster.get_workload(str(metadata["namespace"]), str(metadata["name"]))
-                if existing is not None and existing.thread_ts == thread_ts:
-                    return existing
-                raise
-            except (errors.Unavailable, errors.RateLimited):
-                if attempt == CREATE_ATTEMPTS:
-                    raise
-                logger.warning("creating pod %s failed (try %s); retrying", metadata["name"], attempt)
-        raise errors.Unavailable("unreachable")
+        try:
+            return self._cluster.create_pod(manifest)
+        except errors.Conflict:
+            existing = self._cluster.get_workload(str(metadata["namespace"]), str(metadata["name"]))
+            if existing is not None and existing.thread_ts == thread_ts:
+                return existing
+            raise
 
     def _refuse_unreachable(
         self, channel: str, user: str, err: errors.Unreachable, answer: chat.Answer | None
