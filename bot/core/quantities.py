@@ -68,12 +68,3 @@ def format_memory(size: int) -> str:
         if size and size % MEMORY_UNITS[unit] == 0:
             return f"{size // MEMORY_UNITS[unit]}{unit}"
     return str(size)
-
-
-def describe_memory(size: int) -> str:
-    """Bytes → a short human figure (`8 GiB`, `1.5 GiB`) for messages."""
-    for unit in _BINARY_UNITS:
-        if size >= MEMORY_UNITS[unit]:
-            value = Decimal(size) / MEMORY_UNITS[unit]
-            return f"{value.quantize(Decimal('0.1')).normalize():f} {unit}B"
-    return f"{size} B"

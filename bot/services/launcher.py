@@ -39,6 +39,7 @@ from bot.services import chat, pending, recent, reservations, status
 logger = logging.getLogger(__name__)
 audit_logger = logging.getLogger("gpubot.audit")
 
+
 @dataclass(frozen=True)
 class LaunchSettings:
     namespace: str
