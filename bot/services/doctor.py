@@ -24,7 +24,6 @@ from bot.core import (
     provisioning,
 )
 from bot.core.doctor_facts import EKS, Facts
-from bot.services import chat
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +142,7 @@ class SlackDoctor:
         probe: ports.ClusterProbe,
         store: ports.Store,
         cloud: ports.PoolManager | None,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         policy: models.QuotaPolicy,
         clock: Callable[[], datetime],
     ) -> None:

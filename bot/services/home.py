@@ -11,8 +11,19 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
-from bot.core import autoscaler_status, episodes, errors, lifecycle, models, notices, ports, usage, workloads
-from bot.services import chat, launcher, spend, status
+from bot.core import (
+    autoscaler_status,
+    episodes,
+    errors,
+    lifecycle,
+    models,
+    notices,
+    ports,
+    status,
+    usage,
+    workloads,
+)
+from bot.services import launcher, spend
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +32,7 @@ class AppHome:
     def __init__(
         self,
         cluster: ports.Cluster,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         spending: spend.Spending,
         *,
         profiles: Mapping[str, models.GpuProfile],

@@ -31,10 +31,11 @@ from bot.core import (
     ports,
     quota,
     reaping,
+    status,
     usage,
     workloads,
 )
-from bot.services import chat, pending, recent, reservations, status
+from bot.services import pending, recent, reservations
 
 logger = logging.getLogger(__name__)
 audit_logger = logging.getLogger("gpubot.audit")
@@ -58,7 +59,7 @@ def log_audit(entry: models.AuditEntry, workload: str) -> None:
 
 
 @contextlib.contextmanager
-def failures_told(chat_port: chat.Chat, channel: str, user: str, what: str) -> Iterator[None]:
+def failures_told(chat_port: ports.Chat, channel: str, user: str, what: str) -> Iterator[None]:
     """A cluster failure during `what` becomes an ephemeral to whoever asked, never a crash."""
     try:
         yield
@@ -112,7 +113,7 @@ class Launcher:
     def __init__(
         self,
         cluster: ports.Cluster,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         settings: LaunchSettings,
         *,
         clock: Callable[[], datetime],
@@ -143,7 +144,7 @@ class Launcher:
         channel: str,
         *,
         request_id: str = "",
-        answer: chat.Answer | None = None,
+        answer: ports.Answer | None = None,
     ) -> None:
         """The slow half of `/gpu run` and `/gpu status`, each counted once by how it ended.
 
@@ -177,7 +178,7 @@ class Launcher:
         return len(due)
 
     def _carry_out(
-        self, request: models.RunRequest, accepted: pending.PendingRun, answer: chat.Answer | None = None
+        self, request: models.RunRequest, accepted: pending.PendingRun, answer: ports.Answer | None = None
     ) -> None:
         outcome: ports.CommandOutcome = "failed"
         owner, channel = accepted.owner, accepted.channel
@@ -212,7 +213,7 @@ class Launcher:
         return self._run(request, pending.PendingRun("", "", self._clock(), request.text, owner, channel))
 
     def _run(
-        self, request: models.RunRequest, accepted: pending.PendingRun, answer: chat.Answer | None = None
+        self, request: models.RunRequest, accepted: pending.PendingRun, answer: ports.Answer | None = None
     ) -> workloads.Workload | models.UsageError | None:
         """Reserve the GPUs, check the quota against the pods and the runs ahead, root, pod; the
         reservation is kept until the pod exists or the run gave up, whatever happens in between."""
@@ -242,7 +243,7 @@ class Launcher:
         reservation: quota.Reservation,
         held: list[quota.Reservation],
         accepted: pending.PendingRun,
-        answer: chat.Answer | None,
+        answer: ports.Answer | None,
     ) -> workloads.Workload | models.UsageError | None:
         owner, channel = accepted.owner, accepted.channel
         owned = self._cluster.list_workloads(owner.user_id)  # read after reserving: see `in_flight_gpus`
@@ -357,7 +358,7 @@ class Launcher:
             raise
 
     def _refuse_unreachable(
-        self, channel: str, user: str, err: errors.Unreachable, answer: chat.Answer | None
+        self, channel: str, user: str, err: errors.Unreachable, answer: ports.Answer | None
     ) -> models.UsageError:
         refusal = models.UsageError(unreachable_text(err.why), "/invite @gpubot")
         logger.info("run in %s for %s refused: the channel refuses the bot (%s)", channel, user, err)

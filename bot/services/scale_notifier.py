@@ -39,9 +39,9 @@ from bot.core import (
     notices,
     podspec,
     ports,
+    status,
     workloads,
 )
-from bot.services import chat, status
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Posted:
 class ScaleNotifier:
     def __init__(
         self,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         channel: str,
         *,
         prices: Iterable[models.GpuProfile],

@@ -35,10 +35,10 @@ from bot.core import (
     queue,
     reaping,
     reminders,
+    status,
     usage,
     workloads,
 )
-from bot.services import chat, status
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def wall_clock() -> datetime:
 class Tracker:
     def __init__(
         self,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         *,
         clock: Callable[[], datetime] = wall_clock,
         store: ports.Store | None = None,

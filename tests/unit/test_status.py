@@ -9,8 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot import settings as bot_settings
-from bot.core import labels, lifecycle, models, notices, workloads
-from bot.services import status
+from bot.core import labels, lifecycle, models, notices, status, workloads
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 PROFILES = bot_settings.load_profiles(bot_settings.BUILTIN_PROFILES_YAML)

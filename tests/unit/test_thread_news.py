@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from bot.core import lifecycle, notices, workloads
-from bot.services import status
+from bot.core import lifecycle, notices, status, workloads
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 PENDING = lifecycle.PodSeen(T0, "Pending")

@@ -1,4 +1,4 @@
-"""Services: pure builders of what a thread and `/gpu status` show, from the tracker's and the cluster's view.
+"""Core: pure builders of what a thread and `/gpu status` show, from the tracker's and the cluster's view.
 
 No I/O and no clock here: `now` comes in, notices go out, so the wording is tested without Slack or a cluster.
 """
