@@ -246,12 +246,11 @@ def _status_reasons(pool: str, status: autoscaler_status.Status | None, *, block
         ]
     if not status.structured:
         return []  # the old plain-text format says nothing this module can rely on
-    running = status.autoscaler
-    if running and running != "Running":
+    if status.autoscaler not in ("", "Running"):
         return [
             Reason(
                 Cause.AUTOSCALER,
-                f"the autoscaler reports itself {running}, so it scales nothing down yet",
+                f"the autoscaler reports itself {status.autoscaler}, so it scales nothing down yet",
                 "give it a few minutes; if it stays so, its logs say why",
             )
         ]
@@ -269,12 +268,11 @@ def _status_reasons(pool: str, status: autoscaler_status.Status | None, *, block
 
 
 def _group_reasons(pool: str, group: autoscaler_status.NodeGroup, *, blocked: bool) -> list[Reason]:
-    health = group.health
-    if health and health != "Healthy":
+    if group.health not in ("", "Healthy"):
         return [
             Reason(
                 Cause.AUTOSCALER,
-                f"the autoscaler reports {pool} {health}, and it scales no unhealthy group down",
+                f"the autoscaler reports {pool} {group.health}, and it scales no unhealthy group down",
                 f"look at the pool's nodes (`kubectl get nodes -l {labels.GKE_NODEPOOL_LABEL}={pool}`) "
                 "and the autoscaler's logs",
             )

@@ -216,7 +216,10 @@ def milestone_reply(milestone: lifecycle.Milestone, thread: Thread) -> notices.R
 
 
 @dataclass(frozen=True)
-class PoolView:
+class PoolCapacity:
+    """A pool's nodes and GPUs now, as the cluster shows them, for `/gpu status` and the App Home; what its
+    cloud reports of it (and what is wrong with it) is `pools.PoolView`."""
+
     name: str
     ready: int
     provisioning: int
@@ -250,7 +253,7 @@ def pool_views(
     sizes: Mapping[str, tuple[int, int]],
     *,
     profiles: Iterable[models.GpuProfile] = (),
-) -> list[PoolView]:
+) -> list[PoolCapacity]:
     """GPU pools: those the autoscaler scales, and any pool with allocatable GPUs."""
     nodes, held, profiles = list(nodes), [w for w in held if holds_gpu(w) and w.node], tuple(profiles)
     names = set(sizes) | {n.pool for n in nodes if n.gpus > 0 and n.pool}
@@ -262,7 +265,7 @@ def pool_views(
         used = sum(w.gpus for w in held if w.node in on_members)
         low, high = sizes.get(name, (None, None))
         views.append(
-            PoolView(
+            PoolCapacity(
                 name=name,
                 ready=len(ready),
                 provisioning=len(members) - len(ready),
@@ -309,7 +312,7 @@ def workload_line(workload: workloads.Workload, now: datetime, *, with_owner: bo
     return f"• `{workload.name}` — {phase}, {where} · age {age} · {lease} · {gpus}{owner}"
 
 
-def cost_text(view: PoolView) -> str:
+def cost_text(view: PoolCapacity) -> str:
     """What the pool costs right now; a pool at zero costs nothing, an unknown price says nothing."""
     if view.nodes_up == 0:
         return "$0/h now"
@@ -318,7 +321,7 @@ def cost_text(view: PoolView) -> str:
     return f"≈ {notices.format_cost(view.nodes_up * view.price_per_hour)}/h now"
 
 
-def pool_line(view: PoolView) -> str:
+def pool_line(view: PoolCapacity) -> str:
     size = f" · size {view.min_size} to {view.max_size}" if view.max_size is not None else ""
     cost = cost_text(view)
     return (
@@ -329,7 +332,7 @@ def pool_line(view: PoolView) -> str:
 
 def status_report(
     mine: list[workloads.Workload],
-    pools: list[PoolView],
+    pools: list[PoolCapacity],
     *,
     pending_gpus: int,
     everyone: bool,

@@ -120,6 +120,6 @@ def line_length(
     return sum(count for profile, count in waiting.items() if profile in served)
 
 
-def pool_text(view: status.PoolView, waiting: int) -> str:
+def pool_text(view: status.PoolCapacity, waiting: int) -> str:
     line = f"{waiting} waiting in line" if waiting else "no line"
     return f"{status.pool_line(view)} · {line}"
