@@ -1,7 +1,7 @@
 """Core: doctor's checks of the Cluster Autoscaler: its status ConfigMap, provisioning time, EKS tags.
 
-The status is read in both formats the autoscaler has written: YAML (`clusterWide.health.status`) in
-current releases, plain text (`Cluster-wide:` then `Health: Healthy`) in older ones.
+The status is read by `autoscaler_status`, in either format the autoscaler writes; the node group's tags
+are judged by `pools`' rules, the same `gpubot pool show` lists.
 """
 
 from __future__ import annotations
