@@ -129,15 +129,6 @@ def oom_killed() -> Problem:
     )
 
 
-def slow_provisioning(minutes: float, usual: float | None) -> Problem:
-    usual_text = f" (usually {usual:.0f} min)" if usual else ""
-    return Problem(
-        "slow",
-        f"the new GPU node is taking unusually long: {minutes:.0f} min so far{usual_text}",
-        "the autoscaler gives up after 15 minutes and retries; nothing to do yet",
-    )
-
-
 EXIT_MEANINGS: dict[int, str] = {
     1: "the program reported an error; its last lines say which",
     2: "wrong arguments or shell syntax",

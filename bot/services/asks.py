@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from bot.core import notices, ports, queue, workloads
-from bot.services import chat, launcher, leases
+from bot.services import launcher, leases
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ class Asks:
     def __init__(
         self,
         cluster: ports.Cluster,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         lease_service: leases.Leases,
         *,
         clock: Callable[[], datetime],

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from bot.core import errors, labels, models, notices, podspec, ports, quota, reaping, workloads
-from bot.services import chat, launcher, reservations
+from bot.services import launcher, reservations
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class Leases:
     def __init__(
         self,
         cluster: ports.Cluster,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         settings: launcher.LaunchSettings,
         *,
         clock: Callable[[], datetime],
