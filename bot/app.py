@@ -32,6 +32,7 @@ from bot.adapters import (
     leader,
     metrics,
     observability,
+    outbox_journal,
     slack_forms,
     slack_http,
     slack_outbox,
@@ -361,7 +362,9 @@ def build(
     cluster = cluster or connect_cluster(settings)
     kept = store.open_store(settings.redis.url, prefix=settings.redis.key_prefix)
     outbox = slack_outbox.SlackOutbox(
-        slack_outbox.make_client(slack.bot_token, base_url=slack.api_base_url), outbox_settings
+        slack_outbox.make_client(slack.bot_token, base_url=slack.api_base_url),
+        outbox_settings,
+        journal=outbox_journal.OutboxJournal(kept, replica=settings.leader.identity),
     )
     chat = OutboxChat(outbox)
     pool_manager, cloud_reader = connect_cloud(settings.cloud)

@@ -275,23 +275,30 @@ def conversations_info(ctx: Context, params: Params) -> Json:
 
 
 def conversations_history(ctx: Context, params: Params) -> Json:
-    ident = ctx.workspace.identity
     channel_id = channel_param(ctx, params)
     limit = int(params.get("limit") or 100)
     listed = ctx.workspace.history(channel_id)
-    return {
-        "messages": [m.to_api(ident.team_id, ident.app_id) for m in listed[:limit]],
-        "has_more": len(listed) > limit,
-    }
+    return {"messages": listed_messages(ctx, params, listed[:limit]), "has_more": len(listed) > limit}
 
 
 def conversations_replies(ctx: Context, params: Params) -> Json:
-    ident = ctx.workspace.identity
     channel_id = channel_param(ctx, params)
     thread = ctx.workspace.thread_of(channel_id, text_param(params, "ts"))
     if not thread:
         raise SlackError("thread_not_found")
-    return {"messages": [m.to_api(ident.team_id, ident.app_id) for m in thread], "has_more": False}
+    return {"messages": listed_messages(ctx, params, thread), "has_more": False}
+
+
+def listed_messages(ctx: Context, params: Params, messages: list[Message]) -> list[Json]:
+    """Messages as conversations.history and .replies list them: a message's `metadata` only when asked
+    with `include_all_metadata` ("Return all metadata associated with messages. Defaults to false.",
+    docs.slack.dev/reference/methods/conversations.history, …/conversations.replies)."""
+    ident = ctx.workspace.identity
+    listed = [m.to_api(ident.team_id, ident.app_id) for m in messages]
+    if not flag_param(params, "include_all_metadata"):
+        for message in listed:
+            message.pop("metadata", None)
+    return listed
 
 
 def users_info(ctx: Context, params: Params) -> Json:
