@@ -1,4 +1,5 @@
-"""`gpubot serve` SIGKILLed with Slack writes queued in its outbox: after the restart each is sent once.
+"""`gpubot serve` SIGKILLed with Slack writes queued in its outbox, or waiting for its pool to drain: after
+the restart each write is sent once, and the wait goes on from where it was.
 
 Slack refuses chat.postMessage, chat.update and chat.postEphemeral (503) while a workload reaches Running
 and an admin releases it, so the thread's replies, the root's edits and the admin's ephemeral are queued;
@@ -11,11 +12,15 @@ from __future__ import annotations
 import json
 
 import redis
+from kubernetes import client
 
+from bot import app
+from bot.core import drain
 from sim.cluster import world
 from sim.slack.ratelimits import FaultConfig
 from sim.slack.runner import BackgroundSlack
 from tests.integration.botkit import RUN, advance_until, step_reached
+from tests.integration.test_drain_reasons import POOL, notebook, pool_nodes, said_why
 from tests.restarts import ledger, processes
 from tests.restarts.conftest import BotFactory
 from tests.restarts.test_bot_killed import assert_one_workload, terminating, the_root
@@ -69,3 +74,39 @@ def test_replies_queued_at_a_kill_are_each_sent_once_after_the_restart(
     assert len([e for e in slack.ephemerals("U_ADMIN") if "Released" in e["text"]]) == 1
     assert "Released" in the_root(slack)["text"]
     assert_one_workload(pods, slack)
+
+
+def test_a_pools_wait_to_drain_goes_on_across_a_restart(
+    sim: world.BackgroundWorld,
+    slack: BackgroundSlack,
+    bots: BotFactory,
+    own_redis: processes.RedisServer,
+    core: client.CoreV1Api,
+) -> None:
+    """gpubot's workload is released, a pod that may not be evicted keeps its GPU node up, and the bot is
+    killed 10 simulated minutes into the 15-minute wait; started again 6 minutes later, it asks why the pool
+    is not draining at once (the wait's start kept in Redis), not 15 minutes after its restart."""
+    pods = ledger.pod_ledger(sim)
+    bot = bots(GPUBOT_SCALE_CHANNEL="C_OPS")
+    bot.start()
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
+    advance_until(sim, slack, step_reached(slack, "Running"))
+    (pod,) = sim.pods()
+    node = str(pod["spec"]["nodeName"])
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
+    advance_until(sim, slack, lambda: not pods.live)
+    core.create_namespaced_pod("default", notebook(node, {drain.SAFE_TO_EVICT: "false"}))
+    wait_started = lambda: own_redis.keys(f"gpubot:drain-since:C_OPS:{POOL}")  # noqa: E731
+    processes.wait(wait_started, timeout=2 * app.TICK_SECONDS, what="the wait kept")
+    sim.advance(600)
+    bot.kill()
+    sim.advance(360)
+
+    bot.start()
+    why = processes.wait(
+        said_why(slack, "default/notebook"), timeout=3 * app.TICK_SECONDS, what="the question"
+    )
+    assert [node] == pool_nodes(sim)
+    assert "16m" in why or "17m" in why, (
+        why
+    )  # how long since gpubot's last workload left, not since the restart
