@@ -10,6 +10,7 @@ in the emulator's transcript.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import redis
 from kubernetes import client
@@ -30,7 +31,7 @@ SLACK_DOWN = FaultConfig(
 )
 
 
-def queued(own_redis: processes.RedisServer, replica: str) -> list[dict[str, object]]:
+def queued(own_redis: processes.RedisServer, replica: str) -> list[dict[str, Any]]:
     """The writes the bot's outbox keeps in Redis, as kept."""
     with redis.Redis.from_url(own_redis.url) as connection:
         raw = connection.hgetall(f"gpubot:outbox:{replica}")
@@ -38,7 +39,7 @@ def queued(own_redis: processes.RedisServer, replica: str) -> list[dict[str, obj
 
 
 def queued_texts(own_redis: processes.RedisServer, replica: str, kind: str) -> list[str]:
-    return [str(e["args"]["text"]) for e in queued(own_redis, replica) if e["kind"] == kind]  # type: ignore[index]
+    return [str(e["args"]["text"]) for e in queued(own_redis, replica) if e["kind"] == kind]
 
 
 def test_replies_queued_at_a_kill_are_each_sent_once_after_the_restart(
