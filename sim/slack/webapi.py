@@ -43,6 +43,8 @@ class Context:
     home_tab_enabled: bool = True
     """The app's manifest turns the Home tab on (`features.app_home.home_tab_enabled`); off, views.publish
     answers `not_enabled`."""
+    bot_scopes: frozenset[str] | None = None
+    """The bot token's scopes (`SlackConfig.bot_scopes`); None grants every one."""
     later: Callable[[float, Callable[[], None]], None] = lambda delay, action: None
     """Run `action` after `delay` wall seconds on the emulator's loop (chat.scheduleMessage)."""
 
@@ -274,8 +276,21 @@ def conversations_info(ctx: Context, params: Params) -> Json:
     return {"channel": channel.to_api()}
 
 
+def history_scope_checked(ctx: Context, channel_id: str) -> None:
+    """conversations.history and .replies need the history scope of the conversation's type
+    (docs.slack.dev/reference/methods/conversations.history: channels:history, groups:history, im:history,
+    mpim:history); without it Slack answers `missing_scope` with the scope `needed` and those `provided`."""
+    if ctx.bot_scopes is None:
+        return
+    channel = ctx.workspace.channels[channel_id]
+    needed = "im:history" if channel.is_im else "groups:history" if channel.private else "channels:history"
+    if needed not in ctx.bot_scopes:
+        raise SlackError("missing_scope", needed=needed, provided=",".join(sorted(ctx.bot_scopes)))
+
+
 def conversations_history(ctx: Context, params: Params) -> Json:
     channel_id = channel_param(ctx, params)
+    history_scope_checked(ctx, channel_id)
     limit = int(params.get("limit") or 100)
     listed = ctx.workspace.history(channel_id)
     return {"messages": listed_messages(ctx, params, listed[:limit]), "has_more": len(listed) > limit}
@@ -283,6 +298,7 @@ def conversations_history(ctx: Context, params: Params) -> Json:
 
 def conversations_replies(ctx: Context, params: Params) -> Json:
     channel_id = channel_param(ctx, params)
+    history_scope_checked(ctx, channel_id)
     thread = ctx.workspace.thread_of(channel_id, text_param(params, "ts"))
     if not thread:
         raise SlackError("thread_not_found")

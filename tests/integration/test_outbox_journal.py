@@ -237,3 +237,26 @@ def test_with_redis_down_the_outbox_delivers_from_memory_and_says_so(
     assert replies(slack, root) == ["Running"]
     assert len(slack.messages("D_ALICE")) == 1
     assert any("outbox:gpubot-0" in r.getMessage() and "not kept" in r.getMessage() for r in caplog.records)
+
+
+def test_without_the_history_scopes_a_replayed_reply_is_sent_again_not_lost(kept: store.RedisStore) -> None:
+    """An app installed before the manifest asked for channels:history: the read answers missing_scope, and
+    a reply Slack took just before the kill shows twice rather than risk none."""
+    scopes = frozenset({"chat:write", "commands", "files:write", "im:write"})
+    with BackgroundSlack(SlackConfig(bot_scopes=scopes)) as slack:
+        made = Runs(slack, kept)
+        client = slack_outbox.make_client(slack.bot_token, base_url=slack.api_url, timeout=5)
+        root = client.chat_postMessage(channel=CHANNEL, text="train-1 is starting")["ts"]
+        args = {"channel": CHANNEL, "thread_ts": root, "text": "Released by its owner"}
+        client.chat_postMessage(**args, metadata=outbox_journal.metadata("k-reply"))
+        outbox_journal.OutboxJournal(kept, replica="gpubot-0").keep(
+            "k-reply", "post", ("chat", CHANNEL), args
+        )
+        outbox = made.start("gpubot-0")
+        try:
+            assert outbox.flush(timeout=10)
+            assert outbox.counters().failed == 0
+        finally:
+            outbox.stop(timeout=5)
+        assert replies(slack, root) == ["Released by its owner"] * 2
+        assert [c.error for c in slack.calls("conversations.replies")] == ["missing_scope"]
