@@ -307,21 +307,16 @@ def known_or_read(
     return find
 
 
-def connect_cloud(
-    found: settings_module.CloudSettings,
-) -> tuple[ports.PoolManager | None, ports.CloudPools | None]:
+def connect_cloud(found: settings_module.CloudSettings) -> ports.PoolManager | None:
     """The pool's cloud, when configured: resized by warm schedules, read by `/gpu doctor`."""
     if not found.provider:
-        return None, None
-    from bot.adapters import cloud_pools, eks, gke  # the cloud SDKs load only when a cloud is configured
+        return None
+    from bot.adapters import eks, gke  # the cloud SDKs load only when a cloud is configured
 
     if found.provider == "gke":
         where = {"project": found.project, "location": found.location, "cluster": found.cluster_name}
-        return gke.GkePools.connect(found, **where), cloud_pools.GkeCloudPools(found, **where)
-    return (
-        eks.EksPools.connect(found, cluster=found.cluster_name),
-        cloud_pools.EksCloudPools(found, cluster=found.cluster_name),
-    )
+        return gke.GkePools.connect(found, **where)
+    return eks.EksPools.connect(found, cluster=found.cluster_name)
 
 
 def connect_cluster(settings: settings_module.Settings) -> kube.KubeCluster:
@@ -367,7 +362,7 @@ def build(
         journal=outbox_journal.OutboxJournal(kept, replica=settings.leader.identity),
     )
     chat = OutboxChat(outbox)
-    pool_manager, cloud_reader = connect_cloud(settings.cloud)
+    pool_manager = connect_cloud(settings.cloud)
     telemetry = observability.Telemetry()
     launch = launcher.LaunchSettings(
         namespace=settings.cluster.namespace,
@@ -434,7 +429,7 @@ def build(
             ),
             probe=cluster,
             store=kept,
-            cloud=cloud_reader,
+            cloud=pool_manager,
             chat_port=chat,
             policy=settings.policy(),
             clock=clock,

@@ -109,10 +109,10 @@ def add_parser(sub: Any) -> None:
 # -- wiring ------------------------------------------------------------------------------------------
 
 
-def connect_cloud(args: argparse.Namespace, found: settings_module.CloudSettings) -> ports.CloudPools | None:
+def connect_cloud(args: argparse.Namespace, found: settings_module.CloudSettings) -> ports.PoolManager | None:
     if not args.cloud:
         return None
-    from bot.adapters import cloud_pools  # the cloud SDKs load only for a doctor run that names a cloud
+    from bot.adapters import eks, gke  # the cloud SDKs load only for a doctor run that names a cloud
 
     endpoint = args.endpoint.rstrip("/")
     if endpoint and not endpoint.startswith(("http://", "https://")):
@@ -129,10 +129,10 @@ def connect_cloud(args: argparse.Namespace, found: settings_module.CloudSettings
         raise Refusal("--cloud gke needs --project and --location as well")
     try:
         if args.cloud == GKE:
-            return cloud_pools.GkeCloudPools(
+            return gke.GkePools.connect(
                 found, project=args.project, location=args.location, cluster=args.cluster
             )
-        return cloud_pools.EksCloudPools(found, cluster=args.cluster)
+        return eks.EksPools.connect(found, cluster=args.cluster)
     except errors.GpubotError as err:
         raise Refusal(f"cannot talk to {args.cloud.upper()}: {err}") from err
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import re
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -35,12 +36,16 @@ Try first:
   /gpu {cli_demo.RUN}    ask for a GPU; the pool starts at 0 nodes
   wait 3m       let time pass, twice: a GPU node takes about 6 minutes from zero
   buttons       number the buttons you can press, then `click 1`
-Then `/gpu status`, `home`, `as bob`, `pool`, `help`; `quit` or Ctrl-D to stop."""
+Then `/gpu` alone (the run form), `/gpu status`, `home`, `as bob`, `pool`, `help`;
+`quit` or Ctrl-D to stop."""
 
 HELP = """\
   /gpu TEXT      type a /gpu command in #gpu-users as the current user (`/gpu help` for the bot's own)
   as NAME        type as alice, bob or admin from now on
   home           open gpubot's App Home tab as the current user and print it
+  submit F=V …   submit the form `/gpu` alone opened, with what you type in its fields, e.g.
+                 `submit image=nvidia/cuda:12.4.1-base-ubuntu22.04 hours=2 command="sleep 600"`;
+                 fields: image, type, gpus, hours, ports, command; the rest keep what the form offers
   buttons        list the buttons the current user can press (threads, DMs, the Home tab), numbered
   click N        press button N from that list
   wait TIME      move the clock on, e.g. `wait 90s`, `wait 5m`, `wait 1h30m` (at most 6h)
@@ -72,6 +77,12 @@ class Wait:
     seconds: int
 
 
+@dataclass(frozen=True)
+class Submit:
+    typed: tuple[tuple[str, str], ...]
+    """(field, value) pairs, by the form's block ids."""
+
+
 class Bare(enum.Enum):
     """Requests that carry nothing but what they ask for."""
 
@@ -91,7 +102,7 @@ class Hint:
     text: str
 
 
-Request = TypeSlash | SwitchUser | Click | Wait | Bare | Hint
+Request = TypeSlash | SwitchUser | Click | Wait | Submit | Bare | Hint
 
 
 def parse_line(line: str) -> Request:
@@ -116,10 +127,27 @@ def parse_line(line: str) -> Request:
     simple |= dict.fromkeys(("quit", "exit", "q"), Bare.QUIT)
     if word in simple and not rest:
         return simple[word]
-    parsers: dict[str, Callable[[str], Request]] = {"as": parse_as, "click": parse_click, "wait": parse_wait}
+    parsers: dict[str, Callable[[str], Request]] = {
+        "as": parse_as,
+        "click": parse_click,
+        "wait": parse_wait,
+        "submit": parse_submit,
+    }
     if word in parsers:
         return parsers[word](rest)
     return Hint(f"`{words[0][:30]}` is not something this demo knows; type `help` for what it does")
+
+
+def parse_submit(rest: str) -> Request:
+    try:
+        words = shlex.split(rest)
+    except ValueError:
+        return Hint('a quote is not closed; e.g. `submit command="python train.py"`')
+    pairs = [word.partition("=") for word in words]
+    wrong = [word for word, (_, eq, _) in zip(words, pairs, strict=True) if not eq]
+    if wrong:
+        return Hint(f"`submit` takes FIELD=VALUE words, e.g. `submit hours=2`; not {wrong[0][:30]!r}")
+    return Submit(tuple((field.lower(), value) for field, _, value in pairs))
 
 
 def parse_as(rest: str) -> Request:
@@ -278,8 +306,12 @@ class Session:
         """Carry out one request; False once the person is done."""
         match request:
             case TypeSlash(text):
+                opened = {v["id"] for v in self.story.slack.open_views()}
                 self.story.type(self.user, text)
                 self.settle()
+                self.show_new_form(opened)
+            case Submit(typed):
+                self.submit(dict(typed))
             case SwitchUser(user):
                 self.user, self.listed = user, []
                 self.story.live.say(f"you now type as {self.name}")
@@ -350,6 +382,39 @@ class Session:
             self.print("hint: that button is gone now; `buttons` shows the ones there are")
             return
         self.story.live.say(f"{self.name} clicks [{button.label}] on {button.where}{confirmed}")
+        self.settle()
+
+    def show_new_form(self, before: set[str]) -> None:
+        """Print a form the bot opened for the last command (`/gpu` alone opens the run form)."""
+        slack = self.story.slack
+        try:
+            (view,) = slack.wait_until(
+                lambda: [v for v in slack.open_views() if v["id"] not in before], timeout=cli_demo.QUIET * 4
+            )
+        except (TimeoutError, ValueError):
+            return
+        self.story.live.say(f"a form opens for {self.name}; `submit FIELD=VALUE …` fills it in and sends it")
+        self.print("\n".join(f"  | {line}" for line in slack.view_text(view["id"]).splitlines()))
+
+    def submit(self, typed: dict[str, str]) -> None:
+        slack = self.story.slack
+        forms = slack.open_views()
+        if not forms:
+            self.print("hint: no form is open; `/gpu` alone opens the run form")
+            return
+        view = forms[-1]
+        try:
+            done = slack.submit_view(self.user, view["id"], typed)
+        except LookupError as err:
+            self.print(f"hint: {err}")
+            return
+        filled = ", ".join(f"{field}={value!r}" for field, value in typed.items()) or "nothing changed"
+        self.story.live.say(f"{self.name} submits the form ({filled})")
+        if done.shown == "errors" and done.ack_payload:
+            for field, problem in done.ack_payload.get("errors", {}).items():
+                self.print(f"  | {field}: {problem}")
+            self.print("hint: the form stays open; `submit` again with the fields fixed")
+            return
         self.settle()
 
     def show_home(self) -> None:

@@ -12,6 +12,7 @@ from handlers import home
 RELEASE_ACTION = "gpubot_release"
 EXTEND_ACTION = "gpubot_extend"
 KEEP_ACTION = "gpubot_keep"
+KEEP_ASKED_ACTION = "gpubot_keep_asked"
 LOGS_ACTION = "gpubot_logs"
 ASK_ACTION = "gpubot_ask"
 """Must equal `slack_render`'s action ids; handlers may not import adapters, so a test keeps them equal."""
@@ -61,6 +62,10 @@ class LeaseButtons:
         if self._first(body):
             self.services.leases.keep_key(*clicked(body))
 
+    def run_keep_asked(self, body: dict[str, Any]) -> None:
+        if self._first(body):
+            self.services.leases.keep_key(*clicked(body), asked=True)
+
     def run_logs(self, body: dict[str, Any]) -> None:
         if self._first(body):
             self.services.logs.logs_key(*clicked(body))
@@ -75,5 +80,6 @@ def register(app: App, services: Services) -> None:
     app.action(RELEASE_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_release])
     app.action(EXTEND_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_extend])
     app.action(KEEP_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_keep])
+    app.action(KEEP_ASKED_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_keep_asked])
     app.action(LOGS_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_logs])
     app.action(ASK_ACTION)(ack=buttons.ack_click, lazy=[buttons.run_ask])

@@ -50,10 +50,11 @@ class RunFormListener:
 
     def run_submission(self, body: dict[str, Any], view: dict[str, Any]) -> None:
         forms = self.services.forms
-        if forms is None or not self.services.first_delivery(f"form-{view.get('id', '')}"):
+        checked = forms.check(submitted(view)) if forms is not None else None
+        # A submission with mistakes (the ack kept the form open) claims nothing, so the fixed one runs.
+        if forms is None or not isinstance(checked, models.RunRequest):
             return
-        checked = forms.check(submitted(view))
-        if isinstance(checked, models.RunRequest):
+        if self.services.first_delivery(f"form-{view.get('id', '')}"):
             channel = str(view.get("private_metadata") or "")
             forms.submit(checked, submitter(body), channel, str(view.get("id", "")))
 

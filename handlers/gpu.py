@@ -52,7 +52,7 @@ def owner_of(command: dict[str, Any]) -> models.Owner:
 
 
 class ResponseUrlAnswer:
-    """`chat.Answer` by Bolt's `respond`: an ephemeral through the command's response_url."""
+    """`ports.Answer` by Bolt's `respond`: an ephemeral through the command's response_url."""
 
     def __init__(self, respond: Respond) -> None:
         self.respond = respond

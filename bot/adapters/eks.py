@@ -12,6 +12,7 @@ config updates have no waiter, so `describe_update` is polled.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator, Mapping
@@ -20,7 +21,7 @@ from typing import Any
 import boto3
 import botocore.exceptions
 
-from bot.core import errors, labels, machines, operations, pools
+from bot.core import errors, labels, machines, operations, pools, taints
 from bot.settings import CloudSettings
 
 logger = logging.getLogger(__name__)
@@ -69,8 +70,8 @@ def client(service: str, endpoint: str, settings: CloudSettings) -> Any:
         return boto3.client(service, **options)
 
 
-def taints_json(taints: tuple[pools.PoolTaint, ...]) -> list[dict[str, str]]:
-    return [{"key": t.key, "value": t.value, "effect": EFFECTS[t.effect]} for t in taints]
+def taints_json(found: tuple[taints.Taint, ...]) -> list[dict[str, str]]:
+    return [{"key": t.key, "value": t.value, "effect": EFFECTS[t.effect]} for t in found]
 
 
 def tags_json(group: str, tags: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -111,7 +112,7 @@ def pool_view(
         accelerator_count=built_in[1] if built_in else None,
         labels=node_labels,
         taints=tuple(
-            pools.PoolTaint(str(t.get("key", "")), str(t.get("value", "")), KUBE_EFFECTS.get(t["effect"], ""))
+            taints.Taint(str(t.get("key", "")), str(t.get("value", "")), KUBE_EFFECTS.get(t["effect"], ""))
             for t in nodegroup.get("taints") or []
         ),
         ami_type=str(nodegroup.get("amiType", "")),
@@ -179,13 +180,33 @@ class EksPools:
 
     def get_pool(self, name: str) -> pools.PoolView:
         nodegroup = self.describe(name)
+        return pool_view(nodegroup, self.read_group(nodegroup), cluster=self.cluster)
+
+    def list_pools(self) -> list[pools.PoolView]:
+        """Every nodegroup; one whose Auto Scaling group cannot be read says why in its `error`."""
+        with translated():
+            pages = self.eks.get_paginator("list_nodegroups").paginate(clusterName=self.cluster)
+            names = [str(name) for page in pages for name in page.get("nodegroups", [])]
+        found = []
+        for name in names:
+            nodegroup = self.describe(name)
+            try:
+                found.append(pool_view(nodegroup, self.read_group(nodegroup), cluster=self.cluster))
+            except errors.GpubotError as err:
+                found.append(
+                    dataclasses.replace(pool_view(nodegroup, None, cluster=self.cluster), error=str(err))
+                )
+        return found
+
+    def read_group(self, nodegroup: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The nodegroup's Auto Scaling group, with its tags; None before EKS made one."""
         names = self.group_names(nodegroup)
-        group = None
-        if names:
-            with translated():
-                found = self.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=names[:1])
-            group = next(iter(found.get("AutoScalingGroups") or []), None)
-        return pool_view(nodegroup, group, cluster=self.cluster)
+        if not names:
+            return None
+        with translated():
+            found = self.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=names[:1])
+        group: Mapping[str, Any] | None = next(iter(found.get("AutoScalingGroups") or []), None)
+        return group
 
     def set_pool_size(
         self, name: str, resize: pools.Resize, *, watch: operations.Watch | None = None

@@ -20,7 +20,7 @@ from google.auth import exceptions as auth_errors
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import container_v1
 
-from bot.core import errors, machines, operations, pools
+from bot.core import errors, machines, operations, pools, taints
 from bot.settings import CloudSettings
 
 logger = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ def pool_view(found: container_v1.NodePool, *, cluster: str) -> pools.PoolView:
         accelerator_count=count,
         labels=dict(config.labels),
         taints=tuple(
-            pools.PoolTaint(t.key, t.value, KUBE_EFFECTS.get(t.effect, str(t.effect.name)))
+            taints.Taint(t.key, t.value, KUBE_EFFECTS.get(t.effect, str(t.effect.name)))
             for t in config.taints
         ),
     )
@@ -175,6 +175,11 @@ class GkePools:
         with translated():
             found = self.client.get_node_pool(name=self.pool_path(name))
         return pool_view(found, cluster=self.cluster)
+
+    def list_pools(self) -> list[pools.PoolView]:
+        with translated():
+            found = self.client.list_node_pools(parent=self.parent)
+        return [pool_view(pool, cluster=self.cluster) for pool in found.node_pools]
 
     def set_pool_size(
         self, name: str, resize: pools.Resize, *, watch: operations.Watch | None = None

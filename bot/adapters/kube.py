@@ -26,7 +26,16 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from bot.adapters import kube_retry
-from bot.core import backoff, doctor_autoscaler, doctor_facts, errors, labels, lifecycle, ports, workloads
+from bot.core import (
+    autoscaler_status,
+    backoff,
+    doctor_facts,
+    errors,
+    labels,
+    lifecycle,
+    ports,
+    workloads,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -761,7 +770,7 @@ class KubeCluster:
         status = (found.get("data") or {}).get(AUTOSCALER_STATUS_KEY)
         return doctor_facts.AutoscalerFacts(
             text=str(status) if status is not None else "",
-            last_updated=doctor_autoscaler.parse_last_updated(str(stamp)),
+            last_updated=autoscaler_status.parse_last_updated(str(stamp)),
             now=now,
         )
 

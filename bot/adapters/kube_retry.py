@@ -1,5 +1,8 @@
 """Adapter helper: one Kubernetes API call, with a timeout, retried on what retrying can fix.
 
+This is the bot's one retry layer for API calls: its budget (`RequestSettings`: 4 tries, none begun that
+could end past 25 s) is the whole of it, and callers above the adapter do not retry the same call again.
+
 5xx answers, 429s and timeouts (`Unavailable`, `RateLimited`) are retried with capped exponential back-off;
 everything else is the caller's to handle. Only calls that are safe to repeat come here: reads, deletes,
 patches that carry a precondition or set fixed values, and creates under a deterministic name. A failed

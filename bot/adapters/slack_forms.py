@@ -57,7 +57,7 @@ def _image_input(form: runform.RunForm) -> Block:
     if len(recent) > 1:
         hints.append("Your recent images: " + ", ".join(recent[1:]))
     if own:
-        hints.append(f"Leave it empty for the image of {', '.join(own)}.")
+        hints.append(f"Leave it empty with the {' or '.join(own)} type to run that type's own image.")
     element = _text(
         runform.IMAGE, initial=recent[0] if recent else "", placeholder="nvidia/cuda:12.4.1-base-ubuntu22.04"
     )

@@ -35,6 +35,7 @@ send them a second time.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import http.client
 import itertools
@@ -60,6 +61,8 @@ Kind = Literal["post", "update", "ephemeral", "dm", "upload", "publish"]
 Lane = tuple[str, ...]
 BucketKey = tuple[str, str]
 
+IN_FLIGHT_CHECK_SECONDS = 0.05
+"""How often a caller past its deadline looks again at a write that was on the wire at the deadline."""
 POST_MESSAGE = "chat.postMessage"
 REPLIES = "conversations.replies"
 HISTORY = "conversations.history"
@@ -471,9 +474,13 @@ class SlackOutbox:
         try:
             return result.result(timeout=wait)
         except TimeoutError:
-            if self._withdraw(job):
-                raise errors.ChatUnavailable(f"{what} not sent within {wait} s") from None
-            return result.result()  # on the wire already: its answer is moments away
+            pass
+        # On the wire at the deadline: wait for that attempt's answer only. Sent, it is returned; refused
+        # for now, it would be retried later, so it is withdrawn like one that never left the queue.
+        while not self._withdraw(job):
+            with contextlib.suppress(TimeoutError):
+                return result.result(timeout=IN_FLIGHT_CHECK_SECONDS)
+        raise errors.ChatUnavailable(f"{what} not sent within {wait} s")
 
     def _withdraw(self, job: Job) -> bool:
         with self._cond:

@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from bot.core import notices
+from bot.core import notices, reaping
 
 Block = dict[str, Any]
 
 RELEASE_ACTION = "gpubot_release"
 KEEP_ACTION = "gpubot_keep"
+KEEP_ASKED_ACTION = "gpubot_keep_asked"
 EXTEND_ACTION = "gpubot_extend"
 LOGS_ACTION = "gpubot_logs"
 ASK_ACTION = "gpubot_ask"
@@ -212,12 +213,13 @@ def render_thread_status(status: notices.ThreadStatus) -> Rendered:
 
 def connect_text(connect: notices.Connect) -> str:
     """Copyable lines: each command whole in its own code span, the URL as a link."""
-    lines = ["*Connect* from your machine, with your cluster credentials:"]
-    if connect.forward:
-        lines.append(f"`{escape(connect.forward)}`")
-        if connect.url:
-            lines.append(f"then open <{escape(connect.url)}>")
-    lines.append(f"Shell: `{escape(connect.shell)}`")
+    shell = f"`{escape(connect.shell)}`"
+    if not connect.forward:  # one line on a phone: nothing to forward
+        return f"*Shell* from your machine, with your cluster credentials: {shell}"
+    lines = ["*Connect* from your machine, with your cluster credentials:", f"`{escape(connect.forward)}`"]
+    if connect.url:
+        lines.append(f"then open <{escape(connect.url)}>")
+    lines.append(f"Shell: {shell}")
     return "\n".join(lines)
 
 
@@ -262,6 +264,9 @@ def button_row(workload: str, name: str, buttons: notices.Buttons) -> Block:
         elements.append(button("Extend lease", EXTEND_ACTION, value, style="primary"))
     if buttons.keep:
         elements.append(button("Keep it, I'm using it", KEEP_ACTION, value))
+    if buttons.keep_asked:
+        minutes = int(reaping.ASKED_KEEP.total_seconds() // 60)
+        elements.append(button(f"Keep {minutes} min", KEEP_ASKED_ACTION, value))
     if buttons.logs:
         elements.append(button("Logs", LOGS_ACTION, value))
     if buttons.ask:

@@ -1,95 +1,24 @@
 """Core: doctor's checks of the Cluster Autoscaler: its status ConfigMap, provisioning time, EKS tags.
 
-The status is read in both formats the autoscaler has written: YAML (`clusterWide.health.status`) in
-current releases, plain text (`Cluster-wide:` then `Health: Healthy`) in older ones.
+The status is read by `autoscaler_status`, in either format the autoscaler writes; the node group's tags
+are judged by `pools`' rules, the same `gpubot pool show` lists.
 """
 
 from __future__ import annotations
 
-import re
 import statistics
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
-import yaml
-
-from bot.core import labels, notices
-from bot.core.doctor_facts import AutoscalerFacts, Check, EksNodeGroup, Status
+from bot.core import autoscaler_status, labels, notices, pools
+from bot.core.doctor_facts import AutoscalerFacts, Check, Status
+from bot.core.pools import PoolView
 
 STATUS_CONFIGMAP = "kube-system/cluster-autoscaler-status"
 FRESH_FOR = timedelta(minutes=2)
 """The autoscaler rewrites its status every scan (10 s by default); two minutes without means it stopped."""
 PROVISION_WARN_SHARE = 0.7
 """Warn when the slowest scale-up used this share of max-node-provision-time: one bad day from a timeout."""
-TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
 GPU = labels.GPU_RESOURCE
-GPU_TAG = f"{TEMPLATE_TAG}resources/{GPU}"
-
-
-_TEXT_HEALTH = re.compile(r"Cluster-wide:\s*\n\s*Health:\s*(\w+)")
-_STAMP = re.compile(r"(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))? ([+-]\d{4})")
-
-
-def parse_last_updated(text: str) -> datetime | None:
-    """Go's `2006-01-02 15:04:05.999999999 -0700 MST`, the autoscaler's layout for its status times."""
-    found = _STAMP.search(text or "")
-    if found is None:
-        return None
-    day, clock, fraction, offset = found.groups()
-    micros = (fraction or "0")[:6].ljust(6, "0")
-    try:
-        return datetime.strptime(f"{day} {clock}.{micros} {offset}", "%Y-%m-%d %H:%M:%S.%f %z")
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True)
-class StatusSummary:
-    health: str
-    """`Healthy`, `Unhealthy`, or empty when the status does not say."""
-    autoscaler: str = ""
-    """`Running` or `Initializing` (YAML format only)."""
-    time: str = ""
-    structured: bool = False
-    """The YAML format, which lists every node group it scales (the plain text one does not, usably)."""
-
-
-def read_status(text: str) -> StatusSummary:
-    """The cluster-wide health, the autoscaler's own state and the status time, from either format."""
-    try:
-        document: Any = yaml.safe_load(text)
-    except yaml.YAMLError:
-        document = None
-    if isinstance(document, Mapping) and isinstance(document.get("clusterWide"), Mapping):
-        health = document["clusterWide"].get("health")
-        status = health.get("status") if isinstance(health, Mapping) else None
-        return StatusSummary(
-            health=str(status or ""),
-            autoscaler=str(document.get("autoscalerStatus") or ""),
-            time=str(document.get("time") or ""),
-            structured=True,
-        )
-    found = _TEXT_HEALTH.search(text)
-    return StatusSummary(health=found.group(1) if found else "", time=text[:80])
-
-
-def group_sizes(text: str | None) -> dict[str, tuple[int, int]]:
-    """Node group id (a GKE MIG URL, an AWS ASG name) → (min, max), from the YAML status; {} otherwise."""
-    try:
-        document: Any = yaml.safe_load(text or "")
-    except yaml.YAMLError:
-        return {}
-    groups = document.get("nodeGroups") if isinstance(document, Mapping) else None
-    sizes = {}
-    for group in groups if isinstance(groups, list) else []:
-        health = group.get("health") if isinstance(group, Mapping) else None
-        if isinstance(health, Mapping) and isinstance(group.get("name"), str):
-            low, high = health.get("minSize"), health.get("maxSize")
-            if isinstance(low, int) and isinstance(high, int):
-                sizes[group["name"]] = (low, high)
-    return sizes
 
 
 def autoscaler_health(facts: AutoscalerFacts) -> Check:
@@ -113,8 +42,8 @@ def autoscaler_health(facts: AutoscalerFacts) -> Check:
             "GKE runs it for pools with --enable-autoscaling; elsewhere deploy cluster-autoscaler (chart "
             "autoscaler/cluster-autoscaler) with --write-status-configmap=true and check its logs",
         )
-    status = read_status(facts.text)
-    updated = facts.last_updated or parse_last_updated(status.time)
+    status = autoscaler_status.parse(facts.text)
+    updated = facts.last_updated or autoscaler_status.parse_last_updated(status.time)
     age = max((facts.now - updated).total_seconds(), 0.0) if updated and facts.now else None
     if status.health != "Healthy":
         said = status.health or "not stated"
@@ -190,47 +119,31 @@ def provisioning_time(pool: str, samples: tuple[float, ...], limit: timedelta) -
     )
 
 
-def wanted_tags(group: EksNodeGroup) -> dict[str, str]:
-    """The tags the autoscaler reads to build a node from nothing; `""` means any value will do."""
-    wanted = {f"{TEMPLATE_TAG}label/{k}": v for k, v in sorted(group.labels.items())}
-    wanted |= {f"{TEMPLATE_TAG}taint/{t.key}": f"{t.value}:{t.effect}" for t in group.taints}
-    return wanted | {
-        GPU_TAG: "",
-        "k8s.io/cluster-autoscaler/enabled": "",
-        f"k8s.io/cluster-autoscaler/{group.cluster}": "",
-    }
-
-
-def _tag_wrong(key: str, wanted: str, tags: Mapping[str, str]) -> bool:
-    if key not in tags:
-        return True
-    if key == GPU_TAG:
-        return not (tags[key].isdigit() and int(tags[key]) > 0)
-    return bool(wanted) and tags[key] != wanted
-
-
-def eks_node_template(group: EksNodeGroup) -> Check:
+def eks_node_template(view: PoolView) -> Check:
+    """`pools.tag_problems`: at zero nodes the autoscaler knows a node group only from its ASG's tags."""
     name = "eks-node-template"
-    if group.error:
-        return Check(name, Status.FAIL, f"{group.pool}: could not read the node group's tags: {group.error}")
-    wanted = wanted_tags(group)
-    wrong = [k for k, v in wanted.items() if _tag_wrong(k, v, group.tags)]
-    if not wrong:
+    if view.error:
+        return Check(name, Status.FAIL, f"{view.name}: could not read the node group's tags: {view.error}")
+    found = pools.tag_problems(view)
+    if not found:
+        gpus = (view.asg_tags or {}).get(pools.GPU_TAG, "")
         return Check(
             name,
             Status.PASS,
-            f"{group.pool}: ASG {group.asg} has node-template tags for {len(group.labels)} label(s), "
-            f"{len(group.taints)} taint(s) and {GPU}={group.tags[GPU_TAG]}, and both auto-discovery tags",
+            f"{view.name}: ASG {view.asg_name} has node-template tags for {len(view.labels)} label(s), "
+            f"{len(view.taints)} taint(s) and {GPU}={gpus}, and both auto-discovery tags",
         )
-    shown = {k: wanted[k] or ("1" if k == GPU_TAG else "owned") for k in wrong}
+    if not view.asg_name:
+        return Check(
+            name, Status.FAIL, f"{view.name}: " + "; ".join(found), "wait for the node group to be ACTIVE"
+        )
     tags = " ".join(
-        f"ResourceId={group.asg},ResourceType=auto-scaling-group,Key={k},Value={v},PropagateAtLaunch=true"
-        for k, v in shown.items()
+        f"ResourceId={view.asg_name},ResourceType=auto-scaling-group,Key={k},Value={v},PropagateAtLaunch=false"
+        for k, v in pools.wanted_tags(view).items()
     )
     return Check(
         name,
         Status.FAIL,
-        f"{group.pool}: ASG {group.asg} lacks {', '.join(f'{k}={v}' for k, v in shown.items())}: at zero "
-        "nodes the autoscaler cannot tell that a new node would fit a GPU pod, so it never scales up",
+        f"{view.name}: " + "; ".join(found),
         f"aws autoscaling create-or-update-tags --tags {tags}",
     )

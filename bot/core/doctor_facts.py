@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import labels, lifecycle, models, podspec, taints, workloads
+from bot.core import cluster_nodes, labels, lifecycle, models, pools, taints
+from bot.core.pools import PoolView
 
 GKE, EKS = "gke", "eks"
 MAX_NODE_PROVISION_TIME = timedelta(minutes=15)
@@ -54,98 +55,41 @@ class Check:
 
 
 @dataclass(frozen=True)
-class NodeFacts:
-    name: str
-    pool: str = ""
-    ready: bool = True
-    ready_since: datetime | None = None
-    labels: Mapping[str, str] = field(default_factory=dict)
-    taints: tuple[taints.Taint, ...] = ()
-    gpus: int = 0
-    """Allocatable GPUs: zero until the device plugin registers with the kubelet."""
-
-    @property
-    def has_accelerator(self) -> bool:
-        return any(k in self.labels for k in (labels.GKE_ACCELERATOR_LABEL, labels.EKS_ACCELERATOR_LABEL))
-
-    @property
-    def looks_like_gpu(self) -> bool:
-        return self.gpus > 0 or self.has_accelerator or any(taints.is_gpu_taint(t) for t in self.taints)
-
-
-def node_facts(node: Mapping[str, Any]) -> NodeFacts:
-    """A Node as the API sent it, reduced to what the checks read."""
-    metadata, status = node.get("metadata"), node.get("status")
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    ready = next((c for c in conditions or [] if isinstance(c, Mapping) and c.get("type") == "Ready"), None)
-    since = ready.get("lastTransitionTime") if ready else None
-    return NodeFacts(
-        name=str(metadata.get("name", "")) if isinstance(metadata, Mapping) else "",
-        pool=workloads.node_pool(node),
-        ready=workloads.node_ready(node),
-        ready_since=podspec.parse_time(since) if isinstance(since, str) and since else None,
-        labels=workloads.node_labels(node),
-        taints=taints.from_node(node),
-        gpus=workloads.node_gpus(node),
-    )
-
-
-@dataclass(frozen=True)
-class PoolTemplate:
-    """What the cloud says a new node of the pool gets: all the autoscaler knows of a pool at zero."""
-
-    source: str
-    """Where this was read, for messages: "the GKE node pool", "the EKS node-template tags"."""
-    labels: Mapping[str, str] = field(default_factory=dict)
-    taints: tuple[taints.Taint, ...] = ()
-    gpus: int | None = None
-    """GPUs per node the template promises; None when it says nothing."""
-    gpu_hint: bool = False
-    """The cloud says these nodes have GPUs (a GPU AMI, accelerators) even where it gives no count."""
-
-    @property
-    def says_gpu(self) -> bool:
-        return bool(self.gpus) or self.gpu_hint
-
-
-@dataclass(frozen=True)
-class CloudPool:
-    """One node pool as its cloud reports it: the template its new nodes are made from."""
-
-    name: str
-    cloud: str
-    template: PoolTemplate
-    group: str = ""
-    """The autoscaler's id for it where that is not the pool's name: the ASG name on EKS."""
-    asg_tags: Mapping[str, str] | None = None
-    """EKS: the tags on the node group's Auto Scaling Group; None elsewhere."""
-    error: str = ""
-    """Why the pool could not be read in full (e.g. its ASG's tags were refused)."""
-
-
-@dataclass(frozen=True)
 class PoolFacts:
     name: str
-    nodes: tuple[NodeFacts, ...] = ()
+    nodes: tuple[cluster_nodes.Node, ...] = ()
     min_size: int | None = None
     max_size: int | None = None
     autoscaled: bool | None = None
     """True when the autoscaler's status lists the pool; None when that status could not be read."""
     cloud: str = ""
-    template: PoolTemplate | None = None
+    view: PoolView | None = None
+    """The pool as its cloud reports it (what a new node gets); None when no cloud was asked."""
 
     def known_taints(self) -> tuple[taints.Taint, ...] | None:
-        """The pool's configured taints: from its nodes (transient ones aside), else its template."""
+        """The pool's configured taints: from its nodes (transient ones aside), else its cloud's view."""
         if self.nodes:
             found = {t for node in self.nodes for t in node.taints if not taints.is_transient(t)}
             return tuple(sorted(found, key=str))
-        return self.template.taints if self.template else None
+        return self.view.taints if self.view else None
 
     def known_labels(self) -> list[Mapping[str, str]] | None:
-        """Each node's labels, or the template's; None when nothing is known (no nodes, no template)."""
+        """Each node's labels, or the cloud's; None when nothing is known (no nodes, no cloud view)."""
         if self.nodes:
             return [node.labels for node in self.nodes]
-        return [self.template.labels] if self.template else None
+        return [self.view.labels] if self.view else None
+
+
+def source(view: PoolView) -> str:
+    """Where a pool's template was read, for messages."""
+    if view.cloud is pools.Cloud.GKE:
+        return f"the GKE node pool's config ({view.name})"
+    return f"the EKS node group ({view.name})"
+
+
+def says_gpu(view: PoolView) -> bool:
+    """The cloud says the pool's nodes have GPUs: accelerators, a GPU machine, or a GPU AMI."""
+    return bool(view.accelerator_count or view.accelerator_type) or view.ami_type in pools.EKS_GPU_AMIS
 
 
 @dataclass(frozen=True)
@@ -191,19 +135,6 @@ class Permissions:
 
 
 @dataclass(frozen=True)
-class EksNodeGroup:
-    """An EKS managed node group, its Auto Scaling Group's tags, and what the EKS API says it configures."""
-
-    pool: str
-    cluster: str
-    asg: str = ""
-    tags: Mapping[str, str] = field(default_factory=dict)
-    labels: Mapping[str, str] = field(default_factory=dict)
-    taints: tuple[taints.Taint, ...] = ()
-    error: str = ""
-
-
-@dataclass(frozen=True)
 class Manifest:
     path: str
     text: str
@@ -219,7 +150,7 @@ class Facts:
     provisioning: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     """Pool → seconds from TriggeredScaleUp to GPU allocatable, newest first, as the tracker measured them."""
     max_node_provision_time: timedelta = MAX_NODE_PROVISION_TIME
-    eks: tuple[EksNodeGroup, ...] | None = None
+    eks: tuple[PoolView, ...] | None = None
     """The EKS node groups of the GPU pools; None when no EKS cluster was asked, so the check is skipped."""
     permissions: Permissions = Permissions()
     cluster: str = ""
@@ -239,19 +170,19 @@ class Facts:
 # -- assembling pools from what the cluster says ----------------------------------------------------
 
 
-def cloud_of(group_id: str, nodes: tuple[NodeFacts, ...], read: CloudPool | None = None) -> str:
+def cloud_of(group_id: str, nodes: tuple[cluster_nodes.Node, ...], read: PoolView | None = None) -> str:
     if read is not None:
-        return read.cloud
-    if "/instanceGroups/gke-" in group_id or any(workloads.GKE_NODEPOOL_LABEL in n.labels for n in nodes):
+        return read.cloud.value
+    if "/instanceGroups/gke-" in group_id or any(labels.GKE_NODEPOOL_LABEL in n.labels for n in nodes):
         return GKE
-    if group_id.startswith("eks-") or any(workloads.EKS_NODEGROUP_LABEL in n.labels for n in nodes):
+    if group_id.startswith("eks-") or any(labels.EKS_NODEGROUP_LABEL in n.labels for n in nodes):
         return EKS
     return ""
 
 
-def group_pool(group_name: str, node_pools: set[str], cloud: Mapping[str, CloudPool]) -> str:
+def group_pool(group_name: str, node_pools: set[str], cloud: Mapping[str, PoolView]) -> str:
     """The pool an autoscaler group scales: GKE MIG URLs name it; an EKS ASG is `eks-<nodegroup>-<id>`."""
-    named = [p.name for p in cloud.values() if p.group == group_name]
+    named = [p.name for p in cloud.values() if p.asg_name and p.asg_name == group_name]
     if named:
         return named[0]
     name = lifecycle.pool_name(group_name)
@@ -260,7 +191,7 @@ def group_pool(group_name: str, node_pools: set[str], cloud: Mapping[str, CloudP
 
 
 def known_pools(
-    nodes: list[NodeFacts], groups: Mapping[str, tuple[int, int]], cloud: Mapping[str, CloudPool]
+    nodes: list[cluster_nodes.Node], groups: Mapping[str, tuple[int, int]], cloud: Mapping[str, PoolView]
 ) -> set[str]:
     """Every pool the cluster, the autoscaler or the cloud names, GPU or not."""
     node_pools = {n.pool for n in nodes if n.pool} | set(cloud)
@@ -268,11 +199,11 @@ def known_pools(
 
 
 def assemble_pools(
-    nodes: list[NodeFacts],
+    nodes: list[cluster_nodes.Node],
     groups: Mapping[str, tuple[int, int]],
     *,
     status_readable: bool,
-    cloud: Mapping[str, CloudPool] | None = None,
+    cloud: Mapping[str, PoolView] | None = None,
     only: frozenset[str] = frozenset(),
 ) -> tuple[PoolFacts, ...]:
     """The GPU pools to check: the ones named, else those with GPU nodes, plus autoscaled pools at zero.
@@ -289,15 +220,15 @@ def assemble_pools(
     else:
         names = (
             {n.pool for n in nodes if n.looks_like_gpu}
-            | {p for p in at_zero if p not in cloud or cloud[p].template.says_gpu}
-            | {p for p, read in cloud.items() if read.template.says_gpu}
+            | {p for p in at_zero if p not in cloud or says_gpu(cloud[p])}
+            | {p for p, read in cloud.items() if says_gpu(read)}
         )
-    pools = []
+    found = []
     for name in sorted(names):
         members = tuple(n for n in nodes if n.pool == name)
         group = group_of.get(name, "")
         low, high = groups.get(group, (None, None))
-        pools.append(
+        found.append(
             PoolFacts(
                 name=name,
                 nodes=members,
@@ -305,7 +236,7 @@ def assemble_pools(
                 max_size=high,
                 autoscaled=bool(group) if status_readable else None,
                 cloud=cloud_of(group, members, cloud.get(name)),
-                template=cloud[name].template if name in cloud else None,
+                view=cloud.get(name),
             )
         )
-    return tuple(pools)
+    return tuple(found)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from bot.core import labels, taints
+from bot.core import doctor_facts, labels, pools, taints
 from bot.core.doctor_facts import EKS, GKE, Check, PoolFacts, Status
 
 GPU_PLUGIN_GRACE = timedelta(minutes=15)
 """A Ready GPU node may take this long to advertise its GPUs: driver install plus device plugin."""
-TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
 GPU = labels.GPU_RESOURCE
 
 
@@ -37,16 +36,13 @@ def sizing_fix(pool: PoolFacts, cluster: str) -> str:
 
 
 def pool_sizing(pool: PoolFacts, cluster: str = "") -> Check:
-    name = "pool-sizing"
-    if pool.autoscaled is False:
-        return Check(
-            name,
-            Status.FAIL,
-            f"{pool.name}: the Cluster Autoscaler does not scale this pool (its status lists no such node "
-            "group), so it never grows from zero",
-            sizing_fix(pool, cluster),
-        )
-    if pool.min_size is None or pool.max_size is None:
+    """`pools.sizing_problems` over the range the autoscaler itself uses (its status), which is the one
+    that scales; the cloud's configured range is `gpubot pool show`'s."""
+    name, low, high = "pool-sizing", pool.min_size, pool.max_size
+    found = pools.sizing_problems(autoscaling=pool.autoscaled is not False, min_size=low, max_size=high)
+    if found:
+        return Check(name, Status.FAIL, f"{pool.name}: " + "; ".join(found), sizing_fix(pool, cluster))
+    if low is None or high is None:
         return Check(
             name,
             Status.WARN,
@@ -54,22 +50,6 @@ def pool_sizing(pool: PoolFacts, cluster: str = "") -> Check:
             "format), so min and max are unknown",
             f"read them from the cloud: gcloud container node-pools describe {pool.name} "
             f"--format='value(autoscaling)', or aws eks describe-nodegroup --query nodegroup.scalingConfig",
-        )
-    low, high = pool.min_size, pool.max_size
-    if low > 0:
-        return Check(
-            name,
-            Status.FAIL,
-            f"{pool.name}: min {low}, max {high}: {low} GPU node(s) stay up (and billed) even when no one "
-            "uses them",
-            sizing_fix(pool, cluster),
-        )
-    if high < 1:
-        return Check(
-            name,
-            Status.FAIL,
-            f"{pool.name}: min 0, max {high}: the autoscaler may never add a node, so GPU pods wait forever",
-            sizing_fix(pool, cluster),
         )
     return Check(name, Status.PASS, f"{pool.name}: min 0, max {high}: scales from zero up to {high} node(s)")
 
@@ -91,15 +71,16 @@ def taint_fix(pool: PoolFacts, cluster: str) -> str:
 
 
 def pool_taint(pool: PoolFacts, cluster: str = "") -> Check:
+    """`pools.taint_problems` over each node's taints, else over the cloud's template for new nodes."""
     name, want = "pool-taint", taints.EXPECTED_GPU_TAINT
     if pool.nodes:
-        bare = [n.name for n in pool.nodes if not any(taints.is_gpu_taint(t) for t in n.taints)]
+        bare = [(n.name, pools.taint_problems(n.taints)) for n in pool.nodes]
+        bare = [(node, found) for node, found in bare if found]
         if bare:
             return Check(
                 name,
                 Status.FAIL,
-                f"{pool.name}: node(s) {', '.join(bare)} lack the {want} taint, so any pod may land on "
-                "(and keep up) an expensive GPU node",
+                f"{pool.name}: node(s) {', '.join(node for node, _ in bare)}: {bare[0][1][0]}",
                 taint_fix(pool, cluster),
             )
         found = {t for n in pool.nodes for t in n.taints if taints.is_gpu_taint(t)}
@@ -109,21 +90,21 @@ def pool_taint(pool: PoolFacts, cluster: str = "") -> Check:
             f"{pool.name}: all {len(pool.nodes)} node(s) carry {taints.render(sorted(found, key=str))}, "
             "so only pods that tolerate it land there",
         )
-    if pool.template is not None:
-        template = pool.template
-        found_gpu = [t for t in template.taints if taints.is_gpu_taint(t)]
-        if found_gpu:
+    if pool.view is not None:
+        source = doctor_facts.source(pool.view)
+        problems = pools.taint_problems(pool.view.taints)
+        if problems:
             return Check(
                 name,
-                Status.PASS,
-                f"{pool.name}: no nodes now; {template.source} gives new nodes {taints.render(found_gpu)}",
+                Status.FAIL,
+                f"{pool.name}: no nodes now; {source}: {problems[0]}",
+                taint_fix(pool, cluster),
             )
+        gpu_taints = [t for t in pool.view.taints if taints.is_gpu_taint(t)]
         return Check(
             name,
-            Status.FAIL,
-            f"{pool.name}: no nodes now, and {template.source} gives new nodes no {want.key} taint (taints: "
-            f"{taints.render(template.taints)}), so any pod may land on a GPU node",
-            taint_fix(pool, cluster),
+            Status.PASS,
+            f"{pool.name}: no nodes now; {source} gives new nodes {taints.render(gpu_taints)}",
         )
     return Check(
         name,
@@ -139,23 +120,7 @@ def pool_taint(pool: PoolFacts, cluster: str = "") -> Check:
 def gpu_advertising(pool: PoolFacts, now: datetime | None) -> Check:
     name = "gpu-advertising"
     if not pool.nodes:
-        promised = pool.template.gpus if pool.template else None
-        said = (
-            f"; {pool.template.source} promises {promised} GPU(s) per node"
-            if pool.template and promised
-            else ""
-        )
-        where = {
-            GKE: f"gcloud container node-pools describe {pool.name} --format='value(config.accelerators)'",
-            EKS: f"the node group's ASG tag {TEMPLATE_TAG}resources/{GPU}",
-        }
-        how = where.get(pool.cloud) or f"{where[GKE]}, or {where[EKS]}"
-        return Check(
-            name,
-            Status.WARN,
-            f"{pool.name}: no nodes, so whether the device plugin advertises {GPU} cannot be checked{said}",
-            f"check the template ({how}), then run doctor again while a GPU workload keeps a node up",
-        )
+        return _gpus_at_zero(pool)
     ready = [n for n in pool.nodes if n.ready]
     if not ready:
         return Check(
@@ -191,4 +156,29 @@ def gpu_advertising(pool: PoolFacts, now: datetime | None) -> Check:
         "GKE installs drivers and the plugin for pools created with --accelerator "
         "type=TYPE,count=1,gpu-driver-version=default; elsewhere install the NVIDIA GPU operator "
         "(helm install gpu-operator nvidia/gpu-operator -n gpu-operator --create-namespace)",
+    )
+
+
+def _gpus_at_zero(pool: PoolFacts) -> Check:
+    """No node to look at: `pools.gpu_problems` over the cloud's view, else what cannot be known."""
+    name, view = "gpu-advertising", pool.view
+    if view is not None and pools.gpu_problems(view):
+        return Check(
+            name,
+            Status.FAIL,
+            f"{pool.name}: no nodes now; {doctor_facts.source(view)}: " + "; ".join(pools.gpu_problems(view)),
+            "create the pool for a GPU profile: gpubot pool create --profile NAME",
+        )
+    promised = view.accelerator_count if view else None
+    said = f"; {doctor_facts.source(view)} promises {promised} GPU(s) per node" if view and promised else ""
+    where = {
+        GKE: f"gcloud container node-pools describe {pool.name} --format='value(config.accelerators)'",
+        EKS: f"the node group's ASG tag {pools.GPU_TAG}",
+    }
+    how = where.get(pool.cloud) or f"{where[GKE]}, or {where[EKS]}"
+    return Check(
+        name,
+        Status.WARN,
+        f"{pool.name}: no nodes, so whether the device plugin advertises {GPU} cannot be checked{said}",
+        f"check the template ({how}), then run doctor again while a GPU workload keeps a node up",
     )

@@ -15,9 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-import yaml
-
-from bot.core import lifecycle, notices, workloads
+from bot.core import autoscaler_status, cluster_nodes, labels, notices, workloads
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
@@ -39,13 +37,6 @@ class Cause(enum.Enum):
     MIN_SIZE = "min-size"
     AUTOSCALER = "autoscaler"
     UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True)
-class NodeFacts:
-    name: str
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -79,15 +70,6 @@ def _strings(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
 
 
-def read_node(node: Mapping[str, Any]) -> NodeFacts:
-    metadata = node.get("metadata") or {}
-    return NodeFacts(
-        name=str(metadata.get("name", "")),
-        labels=_strings(metadata.get("labels")),
-        annotations=_strings(metadata.get("annotations")),
-    )
-
-
 def read_pod(pod: Mapping[str, Any]) -> PodFacts:
     metadata, status = pod.get("metadata") or {}, pod.get("status") or {}
     owners = metadata.get("ownerReferences")
@@ -110,16 +92,17 @@ def read_pod(pod: Mapping[str, Any]) -> PodFacts:
 def diagnose(
     pool: str,
     *,
-    nodes: Sequence[NodeFacts],
+    nodes: Sequence[cluster_nodes.Node],
     pods: Sequence[PodFacts],
     status_text: str | None,
     min_size: int | None,
 ) -> list[Reason]:
     """Every reason the pool's nodes stay, most actionable first; one "unknown" reason if none is seen."""
     reasons = _node_reasons(nodes) + _pod_reasons(pods)
+    status = autoscaler_status.parse(status_text)
     if min_size:
-        reasons.append(_min_size_reason(pool, min_size, nodes, _group(status_text, pool)))
-    reasons += _status_reasons(pool, status_text, blocked=bool(reasons))
+        reasons.append(_min_size_reason(pool, min_size, nodes, status.group(pool)))
+    reasons += _status_reasons(pool, status if status_text is not None else None, blocked=bool(reasons))
     return reasons or [
         Reason(
             Cause.UNKNOWN,
@@ -135,7 +118,7 @@ def _names(items: Sequence[str]) -> str:
     return f"{shown} and {more} more" if more > 0 else shown
 
 
-def _node_reasons(nodes: Sequence[NodeFacts]) -> list[Reason]:
+def _node_reasons(nodes: Sequence[cluster_nodes.Node]) -> list[Reason]:
     held = [n.name for n in nodes if n.annotations.get(SCALE_DOWN_DISABLED) == "true"]
     if not held:
         return []
@@ -229,12 +212,11 @@ def _pod_reason(cause: Cause, pods: list[PodFacts]) -> Reason:
 
 
 def _min_size_reason(
-    pool: str, min_size: int, nodes: Sequence[NodeFacts], group: Mapping[str, Any] | None
+    pool: str, min_size: int, nodes: Sequence[cluster_nodes.Node], group: autoscaler_status.NodeGroup | None
 ) -> Reason:
-    health = group.get("health") if group is not None else None
-    high = health.get("maxSize") if isinstance(health, Mapping) else None
-    top = str(high) if isinstance(high, int) else "<max>"
-    eks = any(workloads.EKS_NODEGROUP_LABEL in n.labels for n in nodes)
+    high = group.max_size if group is not None else None
+    top = str(high) if high is not None else "<max>"
+    eks = any(labels.EKS_NODEGROUP_LABEL in n.labels for n in nodes)
     command = (
         f"`aws eks update-nodegroup-config --nodegroup-name {pool} --scaling-config minSize=0`"
         if eks
@@ -252,30 +234,8 @@ def _min_size_reason(
 # -- the autoscaler's own status ---------------------------------------------------------------------
 
 
-def _document(status_text: str | None) -> Mapping[str, Any] | None:
-    """The YAML status (CA 1.28 and later); None when absent, unreadable or the old plain-text format."""
-    try:
-        document = yaml.safe_load(status_text or "")
-    except yaml.YAMLError:
-        return None
-    return document if isinstance(document, Mapping) else None
-
-
-def _group(status_text: str | None, pool: str) -> Mapping[str, Any] | None:
-    document = _document(status_text)
-    groups = document.get("nodeGroups") if document is not None else None
-    for group in groups if isinstance(groups, list) else []:
-        if isinstance(group, Mapping) and lifecycle.pool_name(str(group.get("name", ""))) == pool:
-            return group
-    return None
-
-
-def _status_of(section: Any) -> str:
-    return str(section.get("status", "")) if isinstance(section, Mapping) else ""
-
-
-def _status_reasons(pool: str, status_text: str | None, *, blocked: bool) -> list[Reason]:
-    if status_text is None:
+def _status_reasons(pool: str, status: autoscaler_status.Status | None, *, blocked: bool) -> list[Reason]:
+    if status is None:
         return [
             Reason(
                 Cause.AUTOSCALER,
@@ -284,19 +244,17 @@ def _status_reasons(pool: str, status_text: str | None, *, blocked: bool) -> lis
                 "check that the pool has autoscaling on (GKE, EKS) or that the cluster-autoscaler runs",
             )
         ]
-    document = _document(status_text)
-    if document is None:
+    if not status.structured:
         return []  # the old plain-text format says nothing this module can rely on
-    running = str(document.get("autoscalerStatus", ""))
-    if running and running != "Running":
+    if status.autoscaler not in ("", "Running"):
         return [
             Reason(
                 Cause.AUTOSCALER,
-                f"the autoscaler reports itself {running}, so it scales nothing down yet",
+                f"the autoscaler reports itself {status.autoscaler}, so it scales nothing down yet",
                 "give it a few minutes; if it stays so, its logs say why",
             )
         ]
-    group = _group(status_text, pool)
+    group = status.group(pool)
     if group is None:
         return [
             Reason(
@@ -309,19 +267,17 @@ def _status_reasons(pool: str, status_text: str | None, *, blocked: bool) -> lis
     return _group_reasons(pool, group, blocked=blocked)
 
 
-def _group_reasons(pool: str, group: Mapping[str, Any], *, blocked: bool) -> list[Reason]:
-    health = _status_of(group.get("health"))
-    if health and health != "Healthy":
+def _group_reasons(pool: str, group: autoscaler_status.NodeGroup, *, blocked: bool) -> list[Reason]:
+    if group.health not in ("", "Healthy"):
         return [
             Reason(
                 Cause.AUTOSCALER,
-                f"the autoscaler reports {pool} {health}, and it scales no unhealthy group down",
-                f"look at the pool's nodes (`kubectl get nodes -l {workloads.GKE_NODEPOOL_LABEL}={pool}`) "
+                f"the autoscaler reports {pool} {group.health}, and it scales no unhealthy group down",
+                f"look at the pool's nodes (`kubectl get nodes -l {labels.GKE_NODEPOOL_LABEL}={pool}`) "
                 "and the autoscaler's logs",
             )
         ]
-    scale_down = group.get("scaleDown")
-    status = _status_of(scale_down)
+    status = group.scale_down
     if status == "NoCandidates":
         return [
             Reason(
@@ -334,8 +290,8 @@ def _group_reasons(pool: str, group: Mapping[str, Any], *, blocked: bool) -> lis
             )
         ]
     if status == "CandidatesPresent" and not blocked:  # with a blocker above, the count says nothing new
-        count = scale_down.get("candidates") if isinstance(scale_down, Mapping) else None
-        nodes = f"{count} node{'' if count == 1 else 's'}" if isinstance(count, int) else "nodes"
+        count = group.candidates
+        nodes = f"{count} node{'' if count == 1 else 's'}" if count is not None else "nodes"
         return [
             Reason(
                 Cause.AUTOSCALER,

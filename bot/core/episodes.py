@@ -12,7 +12,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from bot.core import lifecycle, models, notices, workloads
 
@@ -26,12 +25,6 @@ FAILURES = frozenset({"timed_out", "backoff", "failed"})
 """Warnings that end an attempt; a slow-provisioning warning for the same attempt then says nothing new."""
 PROVISION_TIMEOUT = timedelta(minutes=15)
 """Cluster Autoscaler's --max-node-provision-time: past it a node that has not joined is overdue."""
-GPU_NODE_LABELS = (
-    "cloud.google.com/gke-accelerator",
-    "k8s.amazonaws.com/accelerator",
-    "nvidia.com/gpu.present",
-)
-"""Labels a GPU node carries before its GPUs are allocatable (the Cluster Autoscaler trusts them too)."""
 
 
 # -- observations ------------------------------------------------------------------------------------
@@ -484,16 +477,6 @@ def _expire(state: Scales, now: datetime) -> Scales:
 
 
 # -- pricing -----------------------------------------------------------------------------------------
-
-
-def is_gpu_node(node: Mapping[str, Any]) -> bool:
-    """GPU labels, or GPUs in capacity: true even before the device plugin makes them allocatable."""
-    metadata = node.get("metadata") or {}
-    node_labels = metadata.get("labels") or {}
-    capacity = (node.get("status") or {}).get("capacity") or {}
-    return any(key in node_labels for key in GPU_NODE_LABELS) or any(
-        workloads.is_gpu_resource(str(key)) for key in capacity
-    )
 
 
 def selects(profile: models.GpuProfile, node_labels: Mapping[str, str]) -> bool:

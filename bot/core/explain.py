@@ -9,6 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+IN_LINE = frozenset({"max-size", "quota"})
+"""Problems that make a pod wait for a GPU someone else holds: its pool cannot grow (its maximum, or the
+cloud's GPU quota), so the pods waiting are a line, served as GPUs come back."""
+SCALE_UP_FAILURES = frozenset({"quota", "stockout"})
+"""Why a scale-up failed; the autoscaler's back-off that follows says less, so a thread keeps these."""
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -42,6 +48,13 @@ def not_triggered(message: str) -> Problem:
             "the GPU pool is at its maximum size, so no new node can be added",
             "wait for a GPU to free up (`/gpu status` shows who holds them), or ask an admin to "
             "raise the pool's maximum",
+        )
+    if "quota exceeded" in message.lower() or "QUOTA_EXCEEDED" in message:
+        return Problem(
+            "quota",
+            "the cloud project's GPU quota is used up, so no new node can be added",
+            "wait for a GPU to free up (`/gpu status` shows who holds them), or ask an admin to "
+            "raise the project's GPU quota",
         )
     if "GCE out of resources" in message or "out of resources" in message:
         return Problem(
@@ -113,15 +126,6 @@ def oom_killed() -> Problem:
         "oom",
         "the container ran out of memory and was killed (OOMKilled)",
         "ask for more with `--memory`, e.g. `--memory 32Gi`",
-    )
-
-
-def slow_provisioning(minutes: float, usual: float | None) -> Problem:
-    usual_text = f" (usually {usual:.0f} min)" if usual else ""
-    return Problem(
-        "slow",
-        f"the new GPU node is taking unusually long: {minutes:.0f} min so far{usual_text}",
-        "the autoscaler gives up after 15 minutes and retries; nothing to do yet",
     )
 
 

@@ -51,6 +51,10 @@ GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 EKS_ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
+GKE_NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+POOL_LABELS = (GKE_NODEPOOL_LABEL, EKS_NODEGROUP_LABEL)
+"""Node labels naming the pool a node belongs to, in the order they are trusted."""
 
 LABEL_VALUE_MAX = 63
 DNS1123_LABEL_MAX = 63
@@ -94,3 +98,8 @@ def to_dns1123_fragment(text: str, *, max_length: int) -> str:
     """Lower-case text squeezed into a DNS-1123 fragment (may be empty), for use inside generated names."""
     cleaned = _NOT_DNS_CHAR.sub("-", text.lower()).strip("-")
     return cleaned[:max_length].strip("-")
+
+
+def is_gpu_resource(name: str) -> bool:
+    """`nvidia.com/gpu`, and other vendors' `<domain>/gpu` extended resources."""
+    return name == GPU_RESOURCE or name.endswith("/gpu")

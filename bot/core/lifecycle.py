@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from bot.core import explain, notices
+from bot.core import cluster_nodes, explain, notices
 
 
 class Step(enum.IntEnum):
@@ -56,18 +55,10 @@ class EventSeen:
 
 
 @dataclass(frozen=True)
-class NodeSeen:
-    at: datetime
-    name: str
-    ready: bool
-    gpus: int
-    pool: str = ""
-    created: datetime | None = None
-    ready_since: datetime | None = None
-    """When it turned Ready: a watch that catches up late sees the node long after, and the timeline must
-    still put each step where it happened."""
-    labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
-    """The node's labels, to match its pool to a profile's price; no part of the journey compares them."""
+class NodeSeen(cluster_nodes.Node):
+    """A node as seen at a moment: `at` says when, for the journey's timeline."""
+
+    at: datetime = field(kw_only=True)
 
 
 Observation = PodSeen | EventSeen | NodeSeen

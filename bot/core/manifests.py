@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from bot.core import models
+from bot.core import models, taints
 
 POD_SPEC_FIELDS = frozenset(
     {
@@ -38,11 +38,8 @@ CONTAINER_FIELDS = frozenset(
     }
 )  # fmt: skip
 RESOURCES_FIELDS = frozenset({"claims", "limits", "requests"})
-TOLERATION_FIELDS = frozenset({"key", "operator", "value", "effect", "tolerationSeconds"})
 FIELD_HINTS = {"important": "key", "toleration": "tolerations", "limit": "limits", "request": "requests"}
 """Mistakes seen in the wild that a spelling distance would not guess (the seed's `important:` first)."""
-TOLERATION_OPERATORS = ("Equal", "Exists")
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 POD_SPEC_PATHS: Mapping[str, tuple[str, ...]] = {
     "Pod": ("spec",),
     "Deployment": ("spec", "template", "spec"),
@@ -103,10 +100,6 @@ def parse(text: str) -> Parsed:
 # -- field checks ---------------------------------------------------------------------------------
 
 
-def _quoted(value: Any) -> str:
-    return f'"{value}"' if isinstance(value, str) else str(value)
-
-
 def unknown_fields(entry: Mapping[str, Any], allowed: frozenset[str], path: str) -> list[str]:
     problems = []
     for name in sorted(str(k) for k in entry if k not in allowed):
@@ -114,37 +107,6 @@ def unknown_fields(entry: Mapping[str, Any], allowed: frozenset[str], path: str)
         close = [hinted] if hinted in allowed else difflib.get_close_matches(name, sorted(allowed), n=1)
         hint = f' — did you mean "{close[0]}"?' if close else ""
         problems.append(f'{path}: unknown field "{name}"{hint}')
-    return problems
-
-
-def toleration_problems(entry: Mapping[str, Any], path: str) -> list[str]:
-    """What API-server validation says of a toleration once unknown fields are gone (ValidateTolerations)."""
-    key, operator = str(entry.get("key") or ""), str(entry.get("operator") or "")
-    value, effect = str(entry.get("value") or ""), str(entry.get("effect") or "")
-    problems = []
-    if operator and operator not in TOLERATION_OPERATORS:
-        problems.append(
-            f'{path}.operator: Unsupported value: "{operator}": supported values: "Equal", "Exists"'
-        )
-    elif not key and operator != "Exists":
-        problems.append(
-            f'{path}.operator: Invalid value: "{operator}": operator must be Exists when `key` is empty, '
-            'which means "match all values and all keys"'
-        )
-    if operator == "Exists" and value:
-        problems.append(
-            f"{path}.operator: Invalid value: \"{value}\": value must be empty when `operator` is 'Exists'"
-        )
-    if effect and effect not in TAINT_EFFECTS:
-        problems.append(
-            f'{path}.effect: Unsupported value: "{effect}": supported values: '
-            + ", ".join(f'"{e}"' for e in TAINT_EFFECTS)
-        )
-    if entry.get("tolerationSeconds") is not None and effect != "NoExecute":
-        problems.append(
-            f"{path}.effect: Invalid value: {_quoted(effect)}: "
-            "effect must be 'NoExecute' when `tolerationSeconds` is set"
-        )
     return problems
 
 
@@ -178,8 +140,8 @@ def field_problems(pod: PodSpec) -> list[str]:
         if not isinstance(entry, Mapping):
             problems.append(f"{path}: must be a mapping with key, operator, value, effect")
             continue
-        problems += unknown_fields(entry, TOLERATION_FIELDS, path)
-        problems += toleration_problems(entry, path)
+        problems += unknown_fields(entry, taints.TOLERATION_FIELDS, path)
+        problems += taints.toleration_problems(entry, path)
     selector = pod.spec.get("nodeSelector")
     if selector is not None and not (
         isinstance(selector, Mapping) and all(isinstance(v, str) for v in selector.values())
@@ -190,18 +152,11 @@ def field_problems(pod: PodSpec) -> list[str]:
 
 def tolerations(pod: PodSpec) -> tuple[models.Toleration, ...]:
     """The tolerations the API server would keep: unknown fields dropped, invalid entries left out."""
-    kept = []
-    for i, entry in enumerate(_list(pod.spec, "tolerations")):
-        if isinstance(entry, Mapping) and not toleration_problems(entry, f"[{i}]"):
-            kept.append(
-                models.Toleration(
-                    key=str(entry.get("key") or ""),
-                    operator=str(entry.get("operator") or "Equal"),
-                    value=str(entry.get("value") or ""),
-                    effect=str(entry.get("effect") or ""),
-                )
-            )
-    return tuple(kept)
+    return tuple(
+        taints.read_toleration(entry)
+        for entry in _list(pod.spec, "tolerations")
+        if isinstance(entry, Mapping) and not taints.toleration_problems(entry, "")
+    )
 
 
 def invalid_tolerations(pod: PodSpec) -> tuple[str, ...]:
@@ -209,7 +164,9 @@ def invalid_tolerations(pod: PodSpec) -> tuple[str, ...]:
     return tuple(
         f"{pod.path}.tolerations[{i}]"
         for i, entry in enumerate(_list(pod.spec, "tolerations"))
-        if not isinstance(entry, Mapping) or toleration_problems(entry, "") or set(entry) - TOLERATION_FIELDS
+        if not isinstance(entry, Mapping)
+        or taints.toleration_problems(entry, "")
+        or set(entry) - taints.TOLERATION_FIELDS
     )
 
 

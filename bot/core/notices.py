@@ -25,10 +25,12 @@ class Buttons:
     """Show the pod's output: once its container has started, while the pod exists."""
     ask: bool = False
     """Ask the owners of idle GPUs for one: while it waits in line at a full pool."""
+    keep_asked: bool = False
+    """Keep it for `reaping.ASKED_KEEP` only: someone waiting asked for the GPU, the owner needs it a bit."""
 
     @property
     def any(self) -> bool:
-        return self.release or self.extend or self.keep or self.logs or self.ask
+        return self.release or self.extend or self.keep or self.keep_asked or self.logs or self.ask
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from bot.core import labels, machines, models, workloads
+from bot.core import labels, machines, models, taints
 
 
 class Cloud(enum.Enum):
@@ -20,20 +20,7 @@ class Cloud(enum.Enum):
     EKS = "eks"
 
 
-@dataclass(frozen=True)
-class PoolTaint:
-    key: str
-    value: str
-    effect: str
-    """Kubernetes spelling: NoSchedule, PreferNoSchedule, NoExecute (adapters map the clouds' enums)."""
-
-    def __str__(self) -> str:
-        return f"{self.key}={self.value}:{self.effect}"
-
-
-GPU_TAINT = PoolTaint(labels.GPU_TAINT_KEY, "present", "NoSchedule")
-"""Keeps every pod that does not ask for a GPU off the pool, so idle GPU nodes can scale down."""
-KEEP_OFF_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+GPU_TAINT = taints.EXPECTED_GPU_TAINT
 MAX_NODES = {Cloud.GKE: 1000, Cloud.EKS: 450}
 """GKE's nodes per pool and zone; EKS's nodes per managed nodegroup (its service quota)."""
 EKS_GPU_AMI = "AL2023_x86_64_NVIDIA"
@@ -50,6 +37,8 @@ TEMPLATE_LABEL_TAG = CA_TAG_PREFIX + "node-template/label/"
 TEMPLATE_TAINT_TAG = CA_TAG_PREFIX + "node-template/taint/"
 """Value `<taint value>:<Effect>`, e.g. `present:NoSchedule`."""
 TEMPLATE_RESOURCE_TAG = CA_TAG_PREFIX + "node-template/resources/"
+GPU_TAG = TEMPLATE_RESOURCE_TAG + labels.GPU_RESOURCE
+UNKNOWN_GPUS = "<GPUs per node>"
 
 GKE_POOL_NAME = re.compile(r"[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?")
 EKS_NODEGROUP_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9_-]{0,62}")
@@ -95,7 +84,7 @@ class PoolSpec:
     min_size: int
     max_size: int
     labels: Mapping[str, str]
-    taints: tuple[PoolTaint, ...]
+    taints: tuple[taints.Taint, ...]
     node_role: str = ""
     subnets: tuple[str, ...] = ()
     ami_type: str = ""
@@ -121,11 +110,13 @@ class PoolView:
     accelerator_count: int | None
     """GPUs per node; None when the machine type is unknown to gpubot."""
     labels: Mapping[str, str]
-    taints: tuple[PoolTaint, ...]
+    taints: tuple[taints.Taint, ...]
     ami_type: str = ""
     asg_name: str = ""
     asg_tags: Mapping[str, str] | None = None
     """EKS: the Auto Scaling group's tags; None on GKE, which needs none."""
+    error: str = ""
+    """Why the pool could not be read in full (e.g. its Auto Scaling group's tags were refused)."""
 
 
 @dataclass(frozen=True)
@@ -134,15 +125,6 @@ class Resize:
     max_size: int
     desired_size: int | None
     """Set only when the current size falls outside the new bounds (EKS refuses such an update)."""
-
-
-def tolerates(toleration: models.Toleration, taint: PoolTaint) -> bool:
-    """Kubernetes' rule: an empty effect matches every effect; Exists with no key matches every taint."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.operator == "Exists":
-        return not toleration.key or toleration.key == taint.key
-    return toleration.key == taint.key and toleration.value == taint.value
 
 
 def check_sizes(cloud: Cloud, min_size: int, max_size: int) -> Refused | None:
@@ -193,8 +175,8 @@ def choose_machine(request: PoolRequest, accelerator: str) -> tuple[str, int] | 
 def cloud_set_labels(cloud: Cloud, name: str, accelerator: str) -> dict[str, str]:
     """Node labels the cloud sets by itself: a profile may select them, but a pool must not set them."""
     if cloud is Cloud.GKE:
-        return {labels.GKE_ACCELERATOR_LABEL: accelerator, workloads.GKE_NODEPOOL_LABEL: name}
-    return {workloads.EKS_NODEGROUP_LABEL: name}
+        return {labels.GKE_ACCELERATOR_LABEL: accelerator, labels.GKE_NODEPOOL_LABEL: name}
+    return {labels.EKS_NODEGROUP_LABEL: name}
 
 
 def pool_labels(request: PoolRequest, accelerator: str) -> dict[str, str] | Refused:
@@ -215,14 +197,14 @@ def pool_labels(request: PoolRequest, accelerator: str) -> dict[str, str] | Refu
 
 
 def node_template_tags(
-    *, cluster: str, node_labels: Mapping[str, str], taints: tuple[PoolTaint, ...], gpus: int | None
+    *, cluster: str, node_labels: Mapping[str, str], node_taints: tuple[taints.Taint, ...], gpus: int | None
 ) -> dict[str, str]:
     """The ASG tags that let the Cluster Autoscaler find a group and picture its nodes while it has none."""
     tags = {CA_ENABLED_TAG: "true", CA_TAG_PREFIX + cluster: "owned"}
     tags |= {TEMPLATE_LABEL_TAG + key: value for key, value in node_labels.items()}
-    tags |= {TEMPLATE_TAINT_TAG + t.key: f"{t.value}:{t.effect}" for t in taints}
+    tags |= {TEMPLATE_TAINT_TAG + t.key: f"{t.value}:{t.effect}" for t in node_taints}
     if gpus:
-        tags[TEMPLATE_RESOURCE_TAG + labels.GPU_RESOURCE] = str(gpus)
+        tags[GPU_TAG] = str(gpus)
     return tags
 
 
@@ -252,7 +234,7 @@ def plan_pool(request: PoolRequest) -> PoolSpec | Refused:
         return refusal
     if not profile.accelerator:
         return Refused(f"profile {profile.name} names no accelerator; add `accelerator:` to its profile")
-    if not any(tolerates(t, GPU_TAINT) for t in profile.tolerations):
+    if not any(taints.tolerates(t, GPU_TAINT) for t in profile.tolerations):
         return Refused(
             f"profile {profile.name} does not tolerate the GPU pool's taint {GPU_TAINT}, so its pods could "
             f"never land there; add the toleration {{key: {GPU_TAINT.key}, operator: Equal, "
@@ -265,9 +247,10 @@ def plan_pool(request: PoolRequest) -> PoolSpec | Refused:
     if isinstance(node_labels, Refused):
         return node_labels
     machine_type, gpus = machine
-    taints = (GPU_TAINT,)
     eks = request.cloud is Cloud.EKS
-    tags = node_template_tags(cluster=request.cluster, node_labels=node_labels, taints=taints, gpus=gpus)
+    tags = node_template_tags(
+        cluster=request.cluster, node_labels=node_labels, node_taints=(GPU_TAINT,), gpus=gpus
+    )
     return PoolSpec(
         cloud=request.cloud,
         name=request.name,
@@ -277,7 +260,7 @@ def plan_pool(request: PoolRequest) -> PoolSpec | Refused:
         min_size=request.min_size,
         max_size=request.max_size,
         labels=node_labels,
-        taints=taints,
+        taints=(GPU_TAINT,),
         node_role=request.node_role,
         subnets=request.subnets,
         ami_type=EKS_GPU_AMI if eks else "",
@@ -320,11 +303,18 @@ def status_text(pool: PoolView) -> str:
 
 
 def problems(pool: PoolView) -> list[str]:
-    """What keeps this pool from scaling GPU work from zero and back, each with what to change."""
-    found = [*status_problems(pool), *sizing_problems(pool), *gpu_problems(pool), *taint_problems(pool)]
-    if pool.asg_tags is not None:
-        found += tag_problems(pool, pool.asg_tags)
-    return found
+    """What keeps this pool from scaling GPU work from zero and back, each with what to change.
+
+    `gpubot pool show` lists them all; doctor words each family (sizing, GPUs, taint, tags) as its own
+    check, over the cloud's view when it has one, else over what the cluster and the autoscaler show.
+    """
+    found = [
+        *status_problems(pool),
+        *sizing_problems(autoscaling=pool.autoscaling, min_size=pool.min_size, max_size=pool.max_size),
+        *gpu_problems(pool),
+        *taint_problems(pool.taints),
+    ]
+    return found + tag_problems(pool) if pool.asg_tags is not None else found
 
 
 def status_problems(pool: PoolView) -> list[str]:
@@ -332,22 +322,25 @@ def status_problems(pool: PoolView) -> list[str]:
     return [f"status is {pool.status}: the cloud reports the pool unhealthy; see its console"] if bad else []
 
 
-def sizing_problems(pool: PoolView) -> list[str]:
+def sizing_problems(*, autoscaling: bool, min_size: int | None, max_size: int | None) -> list[str]:
+    """The size range's mistakes; None where the range is not known (then only autoscaling is judged)."""
     found = []
-    if not pool.autoscaling:
+    if not autoscaling:
         found.append(
             "autoscaling is off: the Cluster Autoscaler never adds or removes nodes; "
             "turn it on with `gpubot pool set --min 0 --max N`"
         )
-    if pool.min_size > 0:
+    if min_size is None or max_size is None:
+        return found
+    if min_size > 0:
         found.append(
-            f"min size is {pool.min_size}: that many GPU nodes run, and are billed, while nobody uses them; "
+            f"min size is {min_size}: that many GPU nodes run, and are billed, while nobody uses them; "
             "set --min 0 (a pre-warm schedule raises it only when wanted)"
         )
-    if pool.max_size < 1:
-        found.append(f"max size is {pool.max_size}: the pool can never scale up; set --max to at least 1")
-    elif pool.min_size > pool.max_size:
-        found.append(f"min size {pool.min_size} is above max size {pool.max_size}")
+    if max_size < 1:
+        found.append(f"max size is {max_size}: the pool can never scale up; set --max to at least 1")
+    elif min_size > max_size:
+        found.append(f"min size {min_size} is above max size {max_size}")
     return found
 
 
@@ -366,14 +359,15 @@ def gpu_problems(pool: PoolView) -> list[str]:
     return found
 
 
-def taint_problems(pool: PoolView) -> list[str]:
-    gpu_taints = [t for t in pool.taints if t.key == GPU_TAINT.key]
+def taint_problems(found: Iterable[taints.Taint]) -> list[str]:
+    """The pool's (or one node's) taints: a GPU taint that keeps other pods off, or what is wrong."""
+    gpu_taints = [t for t in found if t.key == GPU_TAINT.key]
     if not gpu_taints:
         return [
             f"no {GPU_TAINT.key} taint: any pod may land on a GPU node and keep it from scaling down; "
             f"taint the pool {GPU_TAINT}"
         ]
-    if not any(t.effect in KEEP_OFF_EFFECTS for t in gpu_taints):
+    if not any(taints.blocks(t) for t in gpu_taints):
         effects = ", ".join(sorted({t.effect for t in gpu_taints}))
         return [
             f"taint {GPU_TAINT.key} has effect {effects}: other pods still land on GPU nodes when "
@@ -382,34 +376,41 @@ def taint_problems(pool: PoolView) -> list[str]:
     return []
 
 
-def tag_problems(pool: PoolView, tags: Mapping[str, str]) -> list[str]:
+TAG_WHY = {
+    TEMPLATE_LABEL_TAG: "does not know new nodes get this label, so pods selecting it never scale it up",
+    TEMPLATE_TAINT_TAG: "does not know new nodes are tainted, and may start a GPU node for other pods",
+    TEMPLATE_RESOURCE_TAG: "may not know new nodes have GPUs, so GPU pods may never scale it up",
+}
+"""What the Cluster Autoscaler gets wrong at zero nodes without each kind of node-template tag."""
+
+
+def wanted_tags(pool: PoolView) -> dict[str, str]:
+    """The ASG tags the pool lacks, or has with another value: what to set, and to what."""
+    tags = pool.asg_tags or {}
+    wanted = node_template_tags(
+        cluster=pool.cluster, node_labels=pool.labels, node_taints=pool.taints, gpus=pool.accelerator_count
+    )
+    any_value = {CA_ENABLED_TAG, CA_TAG_PREFIX + pool.cluster}
+    if pool.accelerator_count is None:
+        wanted[GPU_TAG] = UNKNOWN_GPUS
+        any_value.add(GPU_TAG)
+    return {k: v for k, v in wanted.items() if k not in tags or (k not in any_value and tags[k] != v)}
+
+
+def tag_problems(pool: PoolView) -> list[str]:
     """EKS: at zero nodes the Cluster Autoscaler knows a group's nodes only from these ASG tags."""
     if not pool.asg_name:
         return ["no Auto Scaling group yet: the Cluster Autoscaler has nothing to scale; wait for ACTIVE"]
-    group = f"ASG {pool.asg_name}"
-    found = [
-        f"{group} lacks the tag {key}: the Cluster Autoscaler's auto-discovery "
-        f"(asg:tag={CA_ENABLED_TAG},{CA_TAG_PREFIX}{pool.cluster}) skips the group"
-        for key in (CA_ENABLED_TAG, CA_TAG_PREFIX + pool.cluster)
-        if key not in tags
-    ]
-    wanted = node_template_tags(
-        cluster=pool.cluster, node_labels=pool.labels, taints=pool.taints, gpus=pool.accelerator_count
-    )
-    why = {
-        TEMPLATE_LABEL_TAG: "does not know new nodes get this label, so pods selecting it never scale it up",
-        TEMPLATE_TAINT_TAG: "does not know new nodes are tainted, and may start a GPU node for other pods",
-        TEMPLATE_RESOURCE_TAG: "may not know new nodes have GPUs, so GPU pods may never scale it up",
-    }
-    for key, value in wanted.items():
-        prefix = next((p for p in why if key.startswith(p)), None)
-        if prefix is None or tags.get(key) == value:
+    group, tags = f"ASG {pool.asg_name}", pool.asg_tags or {}
+    found = []
+    for key, value in wanted_tags(pool).items():
+        prefix = next((p for p in TAG_WHY if key.startswith(p)), None)
+        if prefix is None:
+            found.append(
+                f"{group} lacks the tag {key}: the Cluster Autoscaler's auto-discovery "
+                f"(asg:tag={CA_ENABLED_TAG},{CA_TAG_PREFIX}{pool.cluster}) skips the group"
+            )
             continue
         has = f"tags {key}={tags[key]}, not {value}" if key in tags else f"lacks the tag {key}={value}"
-        found.append(f"{group} {has}: at zero nodes the Cluster Autoscaler {why[prefix]}")
-    if pool.accelerator_count is None and TEMPLATE_RESOURCE_TAG + labels.GPU_RESOURCE not in tags:
-        found.append(
-            f"{group} lacks the tag {TEMPLATE_RESOURCE_TAG}{labels.GPU_RESOURCE}=<GPUs per node>: "
-            f"at zero nodes the Cluster Autoscaler {why[TEMPLATE_RESOURCE_TAG]}"
-        )
+        found.append(f"{group} {has}: at zero nodes the Cluster Autoscaler {TAG_WHY[prefix]}")
     return found

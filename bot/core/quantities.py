@@ -29,6 +29,14 @@ MEMORY_UNITS: dict[str, int] = {
 _BINARY_UNITS = ("Pi", "Ti", "Gi", "Mi", "Ki")
 
 
+def count(value: object) -> int:
+    """An extended-resource quantity (`"1"`, `2`, GPUs); anything fractional or odd counts as none."""
+    try:
+        return max(int(str(value)), 0)
+    except ValueError:
+        return 0
+
+
 def parse_cpu(text: str) -> int | None:
     """`2`, `0.5`, `.5` or `500m` → millicores; None when it is not a CPU amount we accept."""
     millis = _CPU_MILLIS.fullmatch(text)
@@ -60,12 +68,3 @@ def format_memory(size: int) -> str:
         if size and size % MEMORY_UNITS[unit] == 0:
             return f"{size // MEMORY_UNITS[unit]}{unit}"
     return str(size)
-
-
-def describe_memory(size: int) -> str:
-    """Bytes → a short human figure (`8 GiB`, `1.5 GiB`) for messages."""
-    for unit in _BINARY_UNITS:
-        if size >= MEMORY_UNITS[unit]:
-            value = Decimal(size) / MEMORY_UNITS[unit]
-            return f"{value.quantize(Decimal('0.1')).normalize():f} {unit}B"
-    return f"{size} B"

@@ -96,9 +96,11 @@ def ask_text(asker: str, holder: workloads.Workload) -> str:
     """The DM to an idle GPU's owner: who waits, what is idle, what each button does."""
     since = holder.marks.idle_warned_at
     idle = f", idle by the reaper's count since {notices.clock_time(since)}" if since else ""
+    minutes = int(reaping.ASKED_KEEP.total_seconds() // 60)
     return (
         f":wave: {asker} is waiting for a {holder.profile} GPU, and your `{holder.name}` holds one{idle}. "
-        "If you are done with it, Release gives it to them; Keep tells the reaper you still need it."
+        f"If you are done with it, Release gives it to them; Keep {minutes} min tells the reaper you need "
+        "it a little longer."
     )
 
 

@@ -42,6 +42,9 @@ REAPING = frozenset({Act.EXPIRE, Act.IDLE_RELEASE, Act.CLEAN_FINISHED, Act.BROKE
 QUIET = frozenset({Act.IDLE_CLEAR, Act.FINISH_DELETE})
 """The acts that say nothing."""
 SPEAKING = frozenset({Act.REMIND, Act.NUDGE, Act.IDLE_WARN})
+ASKED_KEEP = timedelta(minutes=30)
+"""How long "Keep 30 min" in a DM asking for an idle GPU keeps it: someone waits, so not a whole idle
+window; the reaper may warn again after it."""
 """The acts that only speak: a message to deliver, then a mark on the pod."""
 
 

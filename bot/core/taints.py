@@ -22,6 +22,9 @@ TRANSIENT_PREFIXES = (
 )
 """Taints the node lifecycle, the cloud controller and the autoscaler put on and take off by themselves."""
 TRANSIENT_KEYS = frozenset({"ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler"})
+TOLERATION_FIELDS = frozenset({"key", "operator", "value", "effect", "tolerationSeconds"})
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 @dataclass(frozen=True)
@@ -82,3 +85,44 @@ def from_node(node: Mapping[str, Any]) -> tuple[Taint, ...]:
 
 def render(found: Iterable[Taint]) -> str:
     return ", ".join(str(t) for t in found) or "none"
+
+
+def toleration_problems(entry: Mapping[str, Any], path: str) -> list[str]:
+    """What API-server validation says of a toleration once unknown fields are gone (ValidateTolerations)."""
+    key, operator = str(entry.get("key") or ""), str(entry.get("operator") or "")
+    value, effect = str(entry.get("value") or ""), str(entry.get("effect") or "")
+    problems = []
+    if operator and operator not in TOLERATION_OPERATORS:
+        problems.append(
+            f'{path}.operator: Unsupported value: "{operator}": supported values: "Equal", "Exists"'
+        )
+    elif not key and operator != "Exists":
+        problems.append(
+            f'{path}.operator: Invalid value: "{operator}": operator must be Exists when `key` is empty, '
+            'which means "match all values and all keys"'
+        )
+    if operator == "Exists" and value:
+        problems.append(
+            f"{path}.operator: Invalid value: \"{value}\": value must be empty when `operator` is 'Exists'"
+        )
+    if effect and effect not in TAINT_EFFECTS:
+        problems.append(
+            f'{path}.effect: Unsupported value: "{effect}": supported values: '
+            + ", ".join(f'"{e}"' for e in TAINT_EFFECTS)
+        )
+    if entry.get("tolerationSeconds") is not None and effect != "NoExecute":
+        problems.append(
+            f'{path}.effect: Invalid value: "{effect}": '
+            "effect must be 'NoExecute' when `tolerationSeconds` is set"
+        )
+    return problems
+
+
+def read_toleration(entry: Mapping[str, Any]) -> models.Toleration:
+    """A toleration as the API server keeps it (check `toleration_problems` first): absent fields empty."""
+    return models.Toleration(
+        key=str(entry.get("key") or ""),
+        operator=str(entry.get("operator") or "Equal"),
+        value=str(entry.get("value") or ""),
+        effect=str(entry.get("effect") or ""),
+    )

@@ -91,11 +91,6 @@ def active(schedule: WarmSchedule, now: datetime) -> bool:
     return DAYS[local.weekday()] in schedule.days and schedule.start <= local.time() < schedule.end
 
 
-def wanted_min(schedules: list[WarmSchedule], pool: str, now: datetime) -> int:
-    """The pool's min size now: the largest active schedule's, else 0 so it drains."""
-    return max((s.min_nodes for s in schedules if s.pool == pool and active(s, now)), default=0)
-
-
 def warm_cost(schedule: WarmSchedule, price_per_node_hour: float) -> float:
     """What the schedule costs a week at the least: its nodes kept up for its hours, used or not."""
     start = schedule.start.hour * 60 + schedule.start.minute

@@ -12,12 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import labels, lifecycle, podspec, reaping, starts
-
-GKE_NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
-EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
-POOL_LABELS = (GKE_NODEPOOL_LABEL, EKS_NODEGROUP_LABEL)
-"""Node labels naming the pool a node belongs to, in the order they are trusted."""
+from bot.core import cluster_nodes, labels, lifecycle, podspec, quantities, reaping, starts
 
 Body = Mapping[str, Any]
 
@@ -104,28 +99,19 @@ def _time(value: Any) -> datetime | None:
     return podspec.parse_time(value) if isinstance(value, str) and value else None
 
 
-def _count(value: Any) -> int:
-    """An extended-resource quantity (`"1"`, `2`); anything fractional or odd counts as none."""
-    try:
-        return max(int(str(value)), 0)
-    except ValueError:
-        return 0
-
-
 def _latest(moments: Iterable[datetime | None]) -> datetime | None:
     return max((m for m in moments if m is not None), default=None)
-
-
-def is_gpu_resource(name: str) -> bool:
-    """`nvidia.com/gpu`, and other vendors' `<domain>/gpu` extended resources."""
-    return name == labels.GPU_RESOURCE or name.endswith("/gpu")
 
 
 def container_gpus(container: Body) -> int:
     """GPUs one container asks for: limits win, as extended resources require limits = requests."""
     resources = _map(container.get("resources"))
     for section in ("limits", "requests"):
-        found = [_count(v) for k, v in _map(resources.get(section)).items() if is_gpu_resource(str(k))]
+        found = [
+            quantities.count(v)
+            for k, v in _map(resources.get(section)).items()
+            if labels.is_gpu_resource(str(k))
+        ]
         if found:
             return sum(found)
     return 0
@@ -186,7 +172,7 @@ def from_pod(pod: Body) -> Workload | None:
 
 
 def container_ports(container: Body) -> tuple[int, ...]:
-    ports = (_count(port.get("containerPort")) for port in _maps(container.get("ports")))
+    ports = (quantities.count(port.get("containerPort")) for port in _maps(container.get("ports")))
     return tuple(port for port in ports if port > 0)
 
 
@@ -291,7 +277,7 @@ def observe_pod(pod: Body, *, deleted: bool = False, at: datetime | None = None)
         waiting_message=_text(waiting.get("message")),
         terminated_reason=_text(terminated.get("reason")),
         exit_code=_exit_code(terminated),
-        restarts=sum(_count(s.get("restartCount")) for s in statuses),
+        restarts=sum(quantities.count(s.get("restartCount")) for s in statuses),
         deleted=deleted,
     )
 
@@ -335,58 +321,13 @@ def event_subject(event: Body) -> EventSubject | None:
     )
 
 
-def node_labels(node: Body) -> dict[str, str]:
-    return {str(k): _text(v) for k, v in _map(_map(node.get("metadata")).get("labels")).items()}
-
-
-def node_pool(node: Body) -> str:
-    found = node_labels(node)
-    return next((found[key] for key in POOL_LABELS if found.get(key)), "")
-
-
-def node_ready(node: Body) -> bool:
-    conditions = _maps(_map(node.get("status")).get("conditions"))
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def node_ready_since(node: Body) -> datetime | None:
-    """When the node last turned Ready (its Ready condition's transition), if it is Ready."""
-    conditions = _maps(_map(node.get("status")).get("conditions"))
-    ready = next((c for c in conditions if c.get("type") == "Ready" and c.get("status") == "True"), None)
-    return _time(ready.get("lastTransitionTime")) if ready else None
-
-
-def node_gpus(node: Body) -> int:
-    """Allocatable GPUs: zero until the device plugin registers, even on a Ready node."""
-    allocatable = _map(_map(node.get("status")).get("allocatable"))
-    return sum(_count(v) for k, v in allocatable.items() if is_gpu_resource(str(k)))
-
-
-def node_time(node: Body) -> datetime | None:
-    metadata, status = _map(node.get("metadata")), _map(node.get("status"))
-    moments = [_time(metadata.get("creationTimestamp"))]
-    for condition in _maps(status.get("conditions")):
-        moments += [_time(condition.get("lastTransitionTime")), _time(condition.get("lastHeartbeatTime"))]
-    return _latest(moments)
-
-
 def observe_node(node: Body, *, at: datetime | None = None) -> lifecycle.NodeSeen:
     """A Node dict as an observation; `at` defaults to its newest condition heartbeat or transition.
 
     The kubelet stamps heartbeats on every status update, but a cluster that does not (the sim, when GPUs
     become allocatable) would date that change too early; a tracker that needs the moment passes `at`.
     """
-    when = at or node_time(node)
+    when = at or cluster_nodes.last_seen(node)
     if when is None:
         raise ValueError("node has no timestamps; pass `at`")
-    metadata = _map(node.get("metadata"))
-    return lifecycle.NodeSeen(
-        at=when,
-        name=_text(metadata.get("name")),
-        ready=node_ready(node),
-        created=_time(metadata.get("creationTimestamp")),
-        ready_since=node_ready_since(node),
-        gpus=node_gpus(node),
-        pool=node_pool(node),
-        labels=node_labels(node),
-    )
+    return lifecycle.NodeSeen(**vars(cluster_nodes.read(node)), at=when)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from bot.core import notices, ports, queue, workloads
-from bot.services import chat, launcher, leases
+from bot.services import launcher, leases
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ class Asks:
     def __init__(
         self,
         cluster: ports.Cluster,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         lease_service: leases.Leases,
         *,
         clock: Callable[[], datetime],
@@ -61,7 +61,7 @@ class Asks:
         for holder in asked:
             logger.info("%s asks %s for its idle GPU", waiter.key, holder.key)
             text = queue.ask_text(who, holder)
-            buttons = notices.Buttons(keep=True, release=True)
+            buttons = notices.Buttons(keep_asked=True, release=True)
             self._chat.dm(holder.owner_id, notices.Reminder(text, holder.key, buttons, holder.channel))
         self._tell(channel, actor, said(len(asked), len(idle), waiter.profile))
         return len(asked)

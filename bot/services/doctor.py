@@ -11,9 +11,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from bot.core import doctor, doctor_autoscaler, doctor_facts, errors, models, notices, ports, provisioning
+from bot.core import (
+    autoscaler_status,
+    cluster_nodes,
+    doctor,
+    doctor_facts,
+    errors,
+    models,
+    notices,
+    pools,
+    ports,
+    provisioning,
+)
 from bot.core.doctor_facts import EKS, Facts
-from bot.services import chat
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +52,7 @@ def gather(
     *,
     probe: ports.ClusterProbe,
     store: ports.Store,
-    cloud: ports.CloudPools | None,
+    cloud: ports.PoolManager | None,
     clock: Callable[[], datetime],
 ) -> Facts:
     facts = Facts(
@@ -57,27 +67,28 @@ def gather(
         ),
     )
     try:
-        nodes = [doctor_facts.node_facts(node) for node in probe.list_node_objects()]
+        nodes = [cluster_nodes.read(node) for node in probe.list_node_objects()]
     except errors.GpubotError as err:
         return replace(facts, cluster_error=f"listing nodes failed: {err}")
     found = read_autoscaler(probe, clock)
     cloud_pools, cloud_error = read_cloud(cloud)
     text = found.text
-    readable = text is not None and doctor_autoscaler.read_status(text).structured
-    groups = doctor_autoscaler.group_sizes(text)
-    pools = doctor_facts.assemble_pools(
+    parsed = autoscaler_status.parse(text)
+    readable = text is not None and parsed.structured
+    groups = parsed.sizes()
+    gpu_pools = doctor_facts.assemble_pools(
         nodes, groups, status_readable=readable, cloud=cloud_pools, only=request.pools
     )
     known = doctor_facts.known_pools(nodes, groups, cloud_pools)
     return replace(
         facts,
-        pools=pools,
+        pools=gpu_pools,
         unknown_pools=tuple(sorted(request.pools - known)),
         known_pools=tuple(sorted(known)),
         autoscaler=found,
         cloud_error=cloud_error,
-        provisioning={p.name: tuple(store.samples(provisioning.series(p.name))) for p in pools},
-        eks=eks_groups(request, pools, cloud_pools),
+        provisioning={p.name: tuple(store.samples(provisioning.series(p.name))) for p in gpu_pools},
+        eks=eks_groups(request, gpu_pools, cloud_pools),
     )
 
 
@@ -90,41 +101,23 @@ def read_autoscaler(probe: ports.ClusterProbe, clock: Callable[[], datetime]) ->
     return found if found.now is not None else replace(found, now=clock())
 
 
-def read_cloud(cloud: ports.CloudPools | None) -> tuple[dict[str, doctor_facts.CloudPool], str]:
+def read_cloud(cloud: ports.PoolManager | None) -> tuple[dict[str, pools.PoolView], str]:
     if cloud is None:
         return {}, ""
     try:
-        return {p.name: p for p in cloud.list_cloud_pools()}, ""
+        return {p.name: p for p in cloud.list_pools()}, ""
     except errors.GpubotError as err:
         logger.warning("could not read the cloud's node pools: %s", err)
         return {}, str(err)
 
 
 def eks_groups(
-    request: Request,
-    pools: tuple[doctor_facts.PoolFacts, ...],
-    cloud_pools: Mapping[str, doctor_facts.CloudPool],
-) -> tuple[doctor_facts.EksNodeGroup, ...] | None:
+    request: Request, found: tuple[doctor_facts.PoolFacts, ...], cloud_pools: Mapping[str, pools.PoolView]
+) -> tuple[pools.PoolView, ...] | None:
     """The GPU pools' node groups with their ASG tags, when an EKS cluster was asked."""
     if request.cloud != EKS:
         return None
-    found = []
-    for pool in pools:
-        read = cloud_pools.get(pool.name)
-        if read is None:
-            continue
-        found.append(
-            doctor_facts.EksNodeGroup(
-                pool=pool.name,
-                cluster=request.cluster,
-                asg=read.group,
-                tags=read.asg_tags or {},
-                labels=read.template.labels,
-                taints=read.template.taints,
-                error=read.error,
-            )
-        )
-    return tuple(found)
+    return tuple(cloud_pools[p.name] for p in found if p.name in cloud_pools)
 
 
 def probe_permissions(
@@ -148,8 +141,8 @@ class SlackDoctor:
         *,
         probe: ports.ClusterProbe,
         store: ports.Store,
-        cloud: ports.CloudPools | None,
-        chat_port: chat.Chat,
+        cloud: ports.PoolManager | None,
+        chat_port: ports.Chat,
         policy: models.QuotaPolicy,
         clock: Callable[[], datetime],
     ) -> None:

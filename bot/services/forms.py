@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from bot.core import errors, models, notices, ports, runform
-from bot.services import chat, launcher, recent, status
+from bot.core import errors, models, notices, ports, runform, status
+from bot.services import launcher, recent
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +20,7 @@ class RunForms:
     def __init__(
         self,
         cluster: ports.Cluster,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         settings: launcher.LaunchSettings,
         runs: launcher.Launcher,
         *,

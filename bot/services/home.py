@@ -11,8 +11,19 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
-from bot.core import episodes, errors, lifecycle, models, notices, ports, usage, workloads
-from bot.services import chat, launcher, spend, status
+from bot.core import (
+    autoscaler_status,
+    episodes,
+    errors,
+    lifecycle,
+    models,
+    notices,
+    ports,
+    status,
+    usage,
+    workloads,
+)
+from bot.services import launcher, spend
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +32,7 @@ class AppHome:
     def __init__(
         self,
         cluster: ports.Cluster,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         spending: spend.Spending,
         *,
         profiles: Mapping[str, models.GpuProfile],
@@ -55,7 +66,7 @@ class AppHome:
         everything = self._cluster.list_workloads()
         mine = [w for w in everything if w.owner_id == user]
         nodes = self._cluster.list_nodes()
-        sizes = status.autoscaler_sizes(self._cluster.read_autoscaler_status())
+        sizes = autoscaler_status.parse(self._cluster.read_autoscaler_status()).pool_sizes()
         views = status.pool_views(nodes, everything, sizes, profiles=self._profiles.values())
         waiting = self._waiting()
         return notices.Home(
@@ -109,6 +120,6 @@ def line_length(
     return sum(count for profile, count in waiting.items() if profile in served)
 
 
-def pool_text(view: status.PoolView, waiting: int) -> str:
+def pool_text(view: status.PoolCapacity, waiting: int) -> str:
     line = f"{waiting} waiting in line" if waiting else "no line"
     return f"{status.pool_line(view)} · {line}"

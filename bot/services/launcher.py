@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.core import (
+    autoscaler_status,
     commands,
     errors,
     labels,
@@ -30,16 +31,15 @@ from bot.core import (
     ports,
     quota,
     reaping,
+    status,
     usage,
     workloads,
 )
-from bot.services import chat, pending, recent, reservations, status
+from bot.services import pending, recent, reservations
 
 logger = logging.getLogger(__name__)
 audit_logger = logging.getLogger("gpubot.audit")
 
-CREATE_ATTEMPTS = 3
-"""A create that failed for a transient reason is retried; a retry that meets its own pod gets a Conflict."""
 UNTRACKED = (
     "Not started: gpubot cannot keep track of new runs right now (its store is down); nothing was made."
     " Try again in a minute."
@@ -65,7 +65,7 @@ def log_audit(entry: models.AuditEntry, workload: str) -> None:
 
 
 @contextlib.contextmanager
-def failures_told(chat_port: chat.Chat, channel: str, user: str, what: str) -> Iterator[None]:
+def failures_told(chat_port: ports.Chat, channel: str, user: str, what: str) -> Iterator[None]:
     """A cluster failure during `what` becomes an ephemeral to whoever asked, never a crash."""
     try:
         yield
@@ -119,7 +119,7 @@ class Launcher:
     def __init__(
         self,
         cluster: ports.Cluster,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         settings: LaunchSettings,
         *,
         clock: Callable[[], datetime],
@@ -150,7 +150,7 @@ class Launcher:
         channel: str,
         *,
         request_id: str = "",
-        answer: chat.Answer | None = None,
+        answer: ports.Answer | None = None,
     ) -> None:
         """The slow half of `/gpu run` and `/gpu status`, each counted once by how it ended.
 
@@ -187,7 +187,7 @@ class Launcher:
         return len(due)
 
     def _carry_out(
-        self, request: models.RunRequest, accepted: pending.PendingRun, answer: chat.Answer | None = None
+        self, request: models.RunRequest, accepted: pending.PendingRun, answer: ports.Answer | None = None
     ) -> None:
         outcome: ports.CommandOutcome = "failed"
         owner, channel = accepted.owner, accepted.channel
@@ -222,7 +222,7 @@ class Launcher:
         return self._run(request, pending.PendingRun("", "", self._clock(), request.text, owner, channel))
 
     def _run(
-        self, request: models.RunRequest, accepted: pending.PendingRun, answer: chat.Answer | None = None
+        self, request: models.RunRequest, accepted: pending.PendingRun, answer: ports.Answer | None = None
     ) -> workloads.Workload | models.UsageError | None:
         """Reserve the GPUs, check the quota against the pods and the runs ahead, root, pod; the
         reservation is kept until the pod exists or the run gave up, whatever happens in between."""
@@ -252,7 +252,7 @@ class Launcher:
         reservation: quota.Reservation,
         held: list[quota.Reservation],
         accepted: pending.PendingRun,
-        answer: chat.Answer | None,
+        answer: ports.Answer | None,
     ) -> workloads.Workload | models.UsageError | None:
         owner, channel = accepted.owner, accepted.channel
         owned = self._cluster.list_workloads(owner.user_id)  # read after reserving: see `in_flight_gpus`
@@ -343,7 +343,7 @@ class Launcher:
         )
         name = str(manifest["metadata"]["name"])
         try:
-            created = self._create_once(manifest, thread_ts)
+            created = self._create_pod(manifest, thread_ts)
         except errors.GpubotError as err:
             self._refuse_in_thread(channel, thread_ts, name, err, profile=profile)
             return None
@@ -351,25 +351,22 @@ class Launcher:
         recent.remember(self._store, owner.user_id, request.image)
         return created
 
-    def _create_once(self, manifest: Mapping[str, object], thread_ts: str) -> workloads.Workload:
-        """Create, retrying transient failures; a Conflict with our own thread's pod means it exists."""
+    def _create_pod(self, manifest: Mapping[str, object], thread_ts: str) -> workloads.Workload:
+        """Create; a Conflict with our own thread's pod (a run resumed after a restart) means it exists.
+
+        Transient failures are retried once, in the cluster adapter (`kube_retry`: at most 4 tries within
+        25 s); retrying here as well multiplied them to 12 tries and minutes of a user waiting."""
         metadata = manifest["metadata"]
         assert isinstance(metadata, dict)
-        for attempt in range(1, CREATE_ATTEMPTS + 1):
-            try:
-                return self._cluster.create_pod(manifest)
-            except errors.Conflict:
-                existing = self._cluster.get_workload(str(metadata["namespace"]), str(metadata["name"]))
-                if existing is not None and existing.thread_ts == thread_ts:
-                    return existing
-                raise
-            except (errors.Unavailable, errors.RateLimited):
-                if attempt == CREATE_ATTEMPTS:
-                    raise
-                logger.warning("creating pod %s failed (try %s); retrying", metadata["name"], attempt)
-        raise errors.Unavailable("unreachable")
+        try:
+            return self._cluster.create_pod(manifest)
+        except errors.Conflict:
+            existing = self._cluster.get_workload(str(metadata["namespace"]), str(metadata["name"]))
+            if existing is not None and existing.thread_ts == thread_ts:
+                return existing
+            raise
 
-    def _refuse_untracked(self, channel: str, user: str, answer: chat.Answer | None) -> None:
+    def _refuse_untracked(self, channel: str, user: str, answer: ports.Answer | None) -> None:
         """The store is down: a run it cannot journal would be lost to a restart before its pod exists."""
         logger.warning("run for %s in %s refused: the store cannot journal it", user, channel)
         if answer is None or not answer(UNTRACKED):
@@ -377,7 +374,7 @@ class Launcher:
         self._telemetry.count_command("run", "refused")
 
     def _refuse_unreachable(
-        self, channel: str, user: str, err: errors.Unreachable, answer: chat.Answer | None
+        self, channel: str, user: str, err: errors.Unreachable, answer: ports.Answer | None
     ) -> models.UsageError:
         refusal = models.UsageError(unreachable_text(err.why), "/invite @gpubot")
         logger.info("run in %s for %s refused: the channel refuses the bot (%s)", channel, user, err)
@@ -405,7 +402,7 @@ class Launcher:
     def status(self, request: models.StatusRequest, user: str, channel: str) -> notices.Ephemeral:
         everything = self._cluster.list_workloads()
         shown = everything if request.everyone else [w for w in everything if w.owner_id == user]
-        sizes = status.autoscaler_sizes(self._cluster.read_autoscaler_status())
+        sizes = autoscaler_status.parse(self._cluster.read_autoscaler_status()).pool_sizes()
         pools = status.pool_views(
             self._cluster.list_nodes(), everything, sizes, profiles=self._settings.profiles.values()
         )

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from bot.core import errors, labels, models, notices, podspec, ports, quota, reaping, workloads
-from bot.services import chat, launcher, reservations
+from bot.services import launcher, reservations
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class Leases:
     def __init__(
         self,
         cluster: ports.Cluster,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         settings: launcher.LaunchSettings,
         *,
         clock: Callable[[], datetime],
@@ -142,13 +142,13 @@ class Leases:
         with launcher.failures_told(self._chat, channel, actor, "the Extend button"):
             self.extend(models.ExtendRequest(name=name), actor, channel)
 
-    def keep_key(self, key: str, actor: str, channel: str) -> None:
-        """The Keep button on an idle warning."""
+    def keep_key(self, key: str, actor: str, channel: str, *, asked: bool = False) -> None:
+        """The Keep button on an idle warning; `asked`: "Keep 30 min" in a DM asking for the GPU."""
         name = self.button_target(key, actor, channel)
         if name is None:
             return
         with launcher.failures_told(self._chat, channel, actor, "the Keep button"):
-            self.keep(name, actor, channel)
+            self.keep(name, actor, channel, asked=asked)
 
     def button_target(self, key: str, actor: str, channel: str) -> str | None:
         """The workload a button names, or None after telling the clicker that it names none: a value
@@ -326,15 +326,17 @@ class Leases:
         return None
 
     # -- the Keep button ---------------------------------------------------------------------------
-    def keep(self, name: str, actor: str, channel: str) -> datetime | None:
-        """The owner answers an idle warning: no idle release for one more idle window."""
+    def keep(self, name: str, actor: str, channel: str, *, asked: bool = False) -> datetime | None:
+        """The owner answers an idle warning: no idle release for one more idle window, or for
+        `reaping.ASKED_KEEP` when someone waiting asked for the GPU."""
         found = self.find(name, actor, channel)
         if found is None or not self._still_live(found, actor, channel, verb="keep"):
             return None
         if not self.may_act(found, actor, channel, "keep"):
             return None
         now = self._clock()
-        until = (now + self._settings.reaper.idle_window).replace(microsecond=0)
+        span = reaping.ASKED_KEEP if asked else self._settings.reaper.idle_window
+        until = (now + span).replace(microsecond=0)
         entry = podspec.keep_audit_entry(actor, kept_until=until, now=now)
         notes = {labels.KEPT_UNTIL_ANNOTATION: podspec.format_time(until)}
         kept = write_audited(

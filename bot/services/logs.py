@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from bot.core import errors, models, notices, ports, workloads
-from bot.services import chat, launcher, leases
+from bot.services import launcher, leases
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class Logs:
     def __init__(
         self,
         cluster: ports.Cluster,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         lease_service: leases.Leases,
         *,
         fits: Fits,

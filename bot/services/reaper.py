@@ -24,8 +24,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from bot.core import errors, idleness, labels, models, notices, podspec, ports, reaping, reminders, workloads
-from bot.services import chat, status, tellings
+from bot.core import (
+    errors,
+    idleness,
+    labels,
+    models,
+    notices,
+    podspec,
+    ports,
+    reaping,
+    reminders,
+    status,
+    workloads,
+)
+from bot.services import tellings
 from bot.services.launcher import log_audit
 
 logger = logging.getLogger(__name__)
@@ -64,7 +76,7 @@ class Reaper:
     def __init__(
         self,
         cluster: ports.Cluster,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         policy: reaping.ReaperPolicy,
         *,
         namespace: str,

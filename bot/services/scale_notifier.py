@@ -30,8 +30,20 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import drain, episodes, errors, lifecycle, models, notices, podspec, ports, workloads
-from bot.services import chat, status
+from bot.core import (
+    autoscaler_status,
+    cluster_nodes,
+    drain,
+    episodes,
+    errors,
+    lifecycle,
+    models,
+    notices,
+    podspec,
+    ports,
+    status,
+    workloads,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +67,7 @@ class Posted:
 class ScaleNotifier:
     def __init__(
         self,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         channel: str,
         *,
         prices: Iterable[models.GpuProfile],
@@ -86,7 +98,7 @@ class ScaleNotifier:
         self._cluster = cluster
         self._held_workloads = held_workloads
         self._drain_expected = timedelta(minutes=drain_expected_minutes)
-        self._nodes: dict[str, drain.NodeFacts] = {}
+        self._nodes: dict[str, cluster_nodes.Node] = {}
         """Each pool node's labels and annotations as the node informer last delivered them."""
         self._occupied_at: dict[str, datetime] = {}
         """Episode key → the last tick that saw a gpubot pod on (or waiting for) its pool, else the first."""
@@ -132,7 +144,7 @@ class ScaleNotifier:
             self._observe(episodes.PoolEvent(seen, subject, owner))
 
     def on_node(self, change: str, node: Mapping[str, Any]) -> None:
-        pool = workloads.node_pool(node)
+        pool = cluster_nodes.pool_of(node)
         if not pool:
             return
         name = str((node.get("metadata") or {}).get("name", ""))
@@ -142,7 +154,7 @@ class ScaleNotifier:
                 self._nodes.pop(name, None)
                 self._observe(episodes.NodeRemoved(at=self._clock(), name=name, pool=pool))
                 return
-            self._nodes[name] = drain.read_node(node)
+            self._nodes[name] = cluster_nodes.read(node)
             for seen in self._node_observations(node, known=name in self._state.pool(pool).present):
                 self._observe(seen)
 
@@ -209,9 +221,9 @@ class ScaleNotifier:
         """The one read of the pods on the pool's nodes and of the autoscaler's status, and the answer."""
         pods = [drain.read_pod(pod) for pod in cluster.list_pods_on_nodes(nodes)]
         status_text = cluster.read_autoscaler_status()
-        min_size = status.autoscaler_sizes(status_text).get(pool, (None, None))[0]
+        min_size = autoscaler_status.parse(status_text).pool_sizes().get(pool, (None, None))[0]
         with self._lock:
-            facts = [self._nodes.get(name) or drain.NodeFacts(name) for name in nodes]
+            facts = [self._nodes.get(name) or cluster_nodes.Node(name) for name in nodes]
         reasons = drain.diagnose(pool, nodes=facts, pods=pods, status_text=status_text, min_size=min_size)
         logger.info("%s not draining: %s", pool, ", ".join(r.cause.value for r in reasons))
         return drain.describe(pool, reasons, nodes=len(nodes), idle=idle)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.core import models, notices, ports, usage
-from bot.services import chat
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +31,7 @@ class Spending:
     def __init__(
         self,
         store: ports.Store | None,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         *,
         held: Callable[[], list[usage.Held]],
         names: Callable[[], dict[str, str]],

@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from bot.core import errors, notices, podspec, ports, reminders, workloads
-from bot.services import chat
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +71,7 @@ class Teller:
 
     def __init__(
         self,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         *,
         wait_seconds: float,
         telemetry: ports.Telemetry = ports.NO_TELEMETRY,

@@ -18,11 +18,12 @@ import collections
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from bot.core import (
+    cluster_nodes,
     costs,
     errors,
     explain,
@@ -34,10 +35,10 @@ from bot.core import (
     queue,
     reaping,
     reminders,
+    status,
     usage,
     workloads,
 )
-from bot.services import chat, status
 
 logger = logging.getLogger(__name__)
 
@@ -49,12 +50,6 @@ NODE_CREATION_SLACK = timedelta(seconds=5)
 ENDED_REDRAWN = timedelta(minutes=15)
 """Threads whose pod is gone are redrawn by a new leader this long after: longer than a backed-up
 outbox takes to send a thread's last edit (chat.update is paced at 50 a minute)."""
-
-
-@dataclass(frozen=True)
-class KnownNode:
-    created: datetime | None
-    seen: lifecycle.NodeSeen
 
 
 FAILURE_LINES = 20
@@ -76,7 +71,7 @@ def wall_clock() -> datetime:
 class Tracker:
     def __init__(
         self,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         *,
         clock: Callable[[], datetime] = wall_clock,
         store: ports.Store | None = None,
@@ -108,7 +103,7 @@ class Tracker:
         """Threads whose pod is gone, with when: a new leader redraws them (see ENDED_REDRAWN)."""
         self._shown: dict[str, notices.ThreadStatus] = {}
         self._orphans: collections.OrderedDict[str, list[lifecycle.EventSeen]] = collections.OrderedDict()
-        self._nodes: dict[str, KnownNode] = {}
+        self._nodes: dict[str, lifecycle.NodeSeen] = {}
         self._cluster_now: datetime | None = None
         self._live = False
 
@@ -134,15 +129,15 @@ class Tracker:
         until the run ends and its cost is settled into the store."""
         with self._lock:
             threads = list(self._threads.values())
-            nodes = dict(self._nodes)
+            seen_nodes = dict(self._nodes)
         held = []
         for thread in threads:
             progress, workload = thread.progress, thread.workload
             since = progress.at(lifecycle.Step.SCHEDULED) or progress.at(lifecycle.Step.RUNNING)
             if progress.outcome is not None or since is None or not status.holds_gpus(thread):
                 continue
-            known = nodes.get(progress.node or workload.node)
-            node_gpus = known.seen.gpus if known is not None else workload.gpus
+            known = seen_nodes.get(progress.node or workload.node)
+            node_gpus = known.gpus if known is not None else workload.gpus
             price = self._prices.get(workload.profile)
             held.append(
                 usage.Held(workload.owner_id, workload.channel, workload.gpus, node_gpus, since, price)
@@ -247,17 +242,16 @@ class Tracker:
         name = str((node.get("metadata") or {}).get("name", ""))
         with self._lock:
             if change == ports.DELETED:
-                self._bump(workloads.node_time(node) or self._now())
+                self._bump(cluster_nodes.last_seen(node) or self._now())
                 self._nodes.pop(name, None)
                 return
-            at = max(filter(None, (workloads.node_time(node), self._cluster_now)), default=self._clock())
-            created = podspec.parse_time(str((node.get("metadata") or {}).get("creationTimestamp", "")))
-            known = self._nodes[name] = KnownNode(created, workloads.observe_node(node, at=at))
+            at = max(filter(None, (cluster_nodes.last_seen(node), self._cluster_now)), default=self._clock())
+            seen = self._nodes[name] = workloads.observe_node(node, at=at)
             # Only the node that changed: the others were offered when they changed, and again with
             # each event since (on_event), so offering all of them here cost threads x nodes per change.
             for key, thread in list(self._threads.items()):
-                if _may_bring(thread.progress, known):
-                    self._apply(key, thread, [known.seen])
+                if _may_bring(thread.progress, seen):
+                    self._apply(key, thread, [seen])
 
     # -- state -----------------------------------------------------------------------------------
     def _observe_pod(self, pod: Mapping[str, Any], *, deleted: bool) -> lifecycle.PodSeen:
@@ -303,9 +297,9 @@ class Tracker:
     def _new_nodes_for(self, thread: status.Thread) -> list[lifecycle.Observation]:
         """Nodes that may be the one this workload's scale-up brings: its pool, created after the trigger."""
         return [
-            known.seen
-            for known in sorted(self._nodes.values(), key=lambda k: k.seen.name)
-            if _may_bring(thread.progress, known)
+            seen
+            for seen in sorted(self._nodes.values(), key=lambda n: n.name)
+            if _may_bring(thread.progress, seen)
         ]
 
     def _apply(self, key: str, thread: status.Thread, observations: list[lifecycle.Observation]) -> None:
@@ -356,7 +350,7 @@ class Tracker:
             thread.progress,
             ended=ended,
             gpus=workload.gpus,
-            node_gpus=known.seen.gpus if known is not None else workload.gpus,
+            node_gpus=known.gpus if known is not None else workload.gpus,
             price_per_node_hour=self._prices.get(workload.profile),
         )
         if cost is None:
@@ -495,16 +489,21 @@ class Tracker:
         return tuple(output.splitlines())
 
 
-def _may_bring(progress: lifecycle.Progress, known: KnownNode) -> bool:
+def _may_bring(progress: lifecycle.Progress, node: lifecycle.NodeSeen) -> bool:
     """The node may be the one this workload's scale-up brings: its pool, created after the trigger,
     until its GPUs are seen. Not "until a later step": the node informer may lag the pod's (its watch cut
     and resumed), and its news is still the checklist's, recorded late without a reply."""
     triggered = progress.at(lifecycle.Step.SCALE_UP)
     if triggered is None or progress.outcome is not None or progress.at(lifecycle.Step.GPU_READY) is not None:
         return False
-    return known.seen.pool == progress.pool and (
-        known.created is None or known.created >= triggered - NODE_CREATION_SLACK
+    return node.pool == progress.pool and (
+        node.created is None or node.created >= triggered - NODE_CREATION_SLACK
     )
+
+
+def _says_less(new: explain.Problem, shown: explain.Problem | None) -> bool:
+    """A back-off after a failed scale-up, over the failure that caused it (the quota, a stockout)."""
+    return new.key == "backoff" and shown is not None and shown.key in explain.SCALE_UP_FAILURES
 
 
 def _remember(thread: status.Thread, milestones: list[lifecycle.Milestone]) -> status.Thread:
@@ -517,7 +516,7 @@ def _remember(thread: status.Thread, milestones: list[lifecycle.Milestone]) -> s
             thread = replace(thread, texts=(*thread.texts, (milestone.step, milestone.text)))
             if not milestone.late:
                 thread = replace(thread, problem=None)
-        if milestone.problem is not None:
+        if milestone.problem is not None and not _says_less(milestone.problem, thread.problem):
             thread = replace(thread, problem=milestone.problem)
         if milestone.outcome is not None:
             thread = replace(thread, outcome_text=milestone.text)

@@ -16,7 +16,6 @@ from typing import Any
 
 from bot.core import episodes, errors, models, notices, pools, ports, warm
 from bot.core.models import WarmSchedule
-from bot.services import chat
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +32,7 @@ class Warmer:
         self,
         pool_manager: ports.PoolManager | None,
         configs: ports.ConfigStore,
-        chat_port: chat.Chat,
+        chat_port: ports.Chat,
         *,
         cloud: pools.Cloud | None,
         configured: Iterable[WarmSchedule],

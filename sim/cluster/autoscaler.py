@@ -182,16 +182,14 @@ class Autoscaler:
         self._status_event(
             "Normal", "ScaledUpGroup", messages.scaled_up_group(group, new_size, old, pool.max_size)
         )
-        if pool.name in self.faults.stockout:
-            self._fail_group(pool, "RESOURCE_POOL_EXHAUSTED", messages.STOCKOUT_MESSAGE)
-            self._status_event(
-                "Warning",
-                "FailedToScaleUpGroup",
-                messages.failed_to_scale_up(group, messages.STOCKOUT_MESSAGE),
-            )
+        failure = self._injected_failure(pool)
+        if failure is not None:
+            code, message, reason = failure
+            self._fail_group(pool, code, message)
+            self._status_event("Warning", "FailedToScaleUpGroup", messages.failed_to_scale_up(group, message))
             for pod in pods:
                 self._pod_event(
-                    pod, "FailedScaleUp", messages.gke_failed_scale_up(pool.zone), type_="Warning"
+                    pod, "FailedScaleUp", messages.gke_failed_scale_up(pool.zone, reason), type_="Warning"
                 )
             return False
         self.registry.set_size(pool.name, new_size)
@@ -213,6 +211,21 @@ class Autoscaler:
             if not first_fit.place(pod, bins):
                 bins.append((template, fit.pod_requests(pod)))
         return max(len(bins), 1)
+
+    def _injected_failure(self, pool: pools.NodePool) -> tuple[str, str, str] | None:
+        """(error code, cloud message, GKE's reason) of a scale-up the cloud refuses, or None."""
+        if pool.name in self.faults.stockout:
+            return messages.STOCKOUT_ERROR_CODE, messages.STOCKOUT_MESSAGE, messages.GCE_OUT_OF_RESOURCES
+        if pool.name in self.faults.quota_exceeded:
+            region = pool.zone.rsplit("-", 1)[0]
+            metric = f"NVIDIA_{pool.accelerator.removeprefix('nvidia-tesla-').upper()}_GPUS"
+            limit = float(pool.target_size * pool.gpus_per_node)  # the GPUs it has now
+            return (
+                messages.QUOTA_ERROR_CODE,
+                messages.quota_message(metric, limit, region),
+                messages.GCE_QUOTA_EXCEEDED,
+            )
+        return None
 
     def _fail_group(self, pool: pools.NodePool, code: str, message: str) -> None:
         state = self.state(pool.name)

@@ -100,6 +100,8 @@ class Faults:
 
     stockout: set[str] = field(default_factory=set)
     """Scale-ups fail at once: GCE out of resources (FailedScaleUp on GKE, backoff)."""
+    quota_exceeded: set[str] = field(default_factory=set)
+    """Scale-ups fail at once: the project's GPU quota is used up (FailedScaleUp on GKE, backoff)."""
     never_register: set[str] = field(default_factory=set)
     """Instances start but never register: ScaleUpTimedOut after max_node_provision_time."""
     metrics_missing: set[str] = field(default_factory=set)

@@ -308,12 +308,26 @@ def scale_down_empty_removed(node: str) -> str:
     return f"Scale-down: empty node {node} removed"  # delete_in_batch.go `Scale-down: empty node %s removed`
 
 
-# GKE's managed autoscaler, seen in the field; upstream CA 1.32.5 has no FailedScaleUp event.
-def gke_failed_scale_up(zone: str) -> str:
+# GKE's managed autoscaler, seen in the field; upstream CA 1.32.5 has no FailedScaleUp event. The reasons
+# are GKE's: "GCE out of resources" and "GCE quota exceeded" (both quoted whole in public troubleshooting
+# logs, e.g. GoogleCloudPlatform/PerfKitBenchmarker's tests of FailedScaleUp).
+GCE_OUT_OF_RESOURCES = "GCE out of resources"
+GCE_QUOTA_EXCEEDED = "GCE quota exceeded"
+
+
+def gke_failed_scale_up(zone: str, reason: str = GCE_OUT_OF_RESOURCES) -> str:
     return (
-        f"Node scale up in zones {zone} associated with this pod failed: GCE out of resources. "
+        f"Node scale up in zones {zone} associated with this pod failed: {reason}. "
         "Pod is at risk of not being scheduled."
     )
+
+
+QUOTA_ERROR_CODE = "QUOTA_EXCEEDED"
+
+
+def quota_message(metric: str, limit: float, region: str) -> str:
+    """Compute Engine's quota refusal, `Quota 'NVIDIA_T4_GPUS' exceeded. Limit: 4.0 in region us-central1.`"""
+    return f"Quota '{metric}' exceeded. Limit: {limit:.1f} in region {region}."
 
 
 STOCKOUT_ERROR_CODE = "RESOURCE_POOL_EXHAUSTED"

@@ -272,11 +272,14 @@ class World:
         return web.json_response({"pool": pool, "kind": kind})
 
     def set_fault(self, pool: str, kind: str | None) -> None:
-        """`stockout`, `never_register`, or None to heal the pool."""
+        """`stockout`, `quota`, `never_register`, or None to heal the pool."""
         self.faults.stockout.discard(pool)
+        self.faults.quota_exceeded.discard(pool)
         self.faults.never_register.discard(pool)
         if kind == "stockout":
             self.faults.stockout.add(pool)
+        elif kind == "quota":
+            self.faults.quota_exceeded.add(pool)
         elif kind == "never_register":
             self.faults.never_register.add(pool)
 

@@ -170,6 +170,8 @@ class SlackEmulator:
         token = bearer_token(request) or str(params.pop("token", "") or "")
         params.pop("token", None)
         status, body, headers = self.call(method, params, token)
+        if status != 200 and self.faults.config.delay > 0:
+            await asyncio.sleep(self.faults.config.delay)
         self.calls.append(Call(method, status, str(body.get("error", "")), time.time(), params))
         self.on_activity()
         return web.json_response(body, status=status, headers=headers)
@@ -342,6 +344,7 @@ class SlackEmulator:
                 methods=frozenset(str(m) for m in body.get("methods", ())),
                 retry_after=int(body.get("retry_after", 1)),
                 every=int(body.get("every", 0)),
+                delay=float(body.get("delay", 0.0)),
             )
         )
         return web.json_response({"ok": True})

@@ -114,6 +114,8 @@ class FaultConfig:
     every: int = 0
     """When set, fail exactly every Nth matching call instead of `rate` at random, cycling through
     `statuses`: a test then meets each status however its calls interleave."""
+    delay: float = 0.0
+    """Seconds a failing call takes to answer: a Slack that is slow, then refuses."""
 
 
 class Faults:

@@ -181,4 +181,33 @@ def _block_lines(block: Json) -> list[str]:
         return ["---"]
     if kind == "image":
         return [f"[image: {block.get('alt_text', '')}]"]
+    if kind == "input":
+        return _input_lines(block)
     return [f"<{kind} block>"]
+
+
+def render_view(view: Json) -> list[str]:
+    """A modal as its reader sees it: the title, each block, then its buttons."""
+    buttons = " ".join(f"[{_text_of(view[key])}]" for key in ("close", "submit") if view.get(key))
+    return [f"== {_text_of(view.get('title'))} ==", *render_blocks(view.get("blocks") or []), buttons]
+
+
+def _input_lines(block: Json) -> list[str]:
+    """`Label (optional): [value]` with a select's options, then the hint, indented."""
+    element = block.get("element") or {}
+    optional = " (optional)" if block.get("optional") else ""
+    head = f"{_text_of(block.get('label'))}{optional}:"
+    if element.get("type") in ("static_select", "radio_buttons"):
+        chosen = (element.get("initial_option") or {}).get("value")
+        lines = [head]
+        for option in element.get("options") or []:
+            mark = "(x)" if option.get("value") == chosen else "( )"
+            about = f" — {_text_of(option['description'])}" if option.get("description") else ""
+            lines.append(f"  {mark} {_text_of(option.get('text'))}{about}")
+    else:
+        value = element.get("initial_value")
+        shown_value = f"[{value}]" if value else f"[ ] {_text_of(element.get('placeholder'))}".rstrip()
+        lines = [f"{head} {shown_value}"]
+    if block.get("hint"):
+        lines.append(f"  {_text_of(block['hint'])}")
+    return lines

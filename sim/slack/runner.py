@@ -121,6 +121,11 @@ class BackgroundSlack:
         view = self.home(user)
         return "\n".join(render.render_blocks(view["blocks"])) if view else ""
 
+    def view_text(self, view_id: str) -> str:
+        """An open modal as its reader sees it, one line per text line ("" when it is not open)."""
+        view = next((v for v in self.open_views() if v["id"] == view_id), None)
+        return "\n".join(render.render_view(view)) if view else ""
+
     def open_views(self) -> list[Json]:
         """The modals open now, bottom of each stack first, as views.open answered them."""
         return self.run(lambda: [dict(v) for v in self.emulator.context.views])

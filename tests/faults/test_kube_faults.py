@@ -20,7 +20,7 @@ import pytest
 from bot.core import labels
 from sim.cluster.store import ADDED, DELETED, Change
 from sim.slack.runner import BackgroundSlack
-from tests.faults.rig import EXTRA_RUNS, HOLD_SECONDS, Rig, advance_watching, rig
+from tests.faults.rig import EXTRA_RUNS, HOLD_SECONDS, QUICK_REQUESTS, Rig, advance_watching, rig
 from tests.integration.botkit import CUDA, RUN, WAIT, Json, replies, roots
 
 pytestmark = pytest.mark.usefixtures("slack_env")
@@ -205,3 +205,22 @@ def test_commands_end_in_success_or_a_stated_failure_and_leave_no_orphan(
         written = [entry for entry in ledger.audit(name) if entry["action"] == "extend"]
         told = [s for s in extended if f"`{name}`" in " ".join(s.answers)]
         assert len(written) == len(told), (name, written, told)
+
+
+def test_a_create_refused_every_time_is_tried_within_the_one_retry_budget(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """One retry layer around pod create: the adapter's `attempts`, then the thread says it failed. The
+    launcher once retried the adapter's retries as well: 3 x 4 = 12 creates for one run."""
+    with rig(tmp_path, redis_url) as faulty:
+        faulty.set_api_faults(error_rate=1.0, verbs=["create"], resources=["pods"])
+        said = ask(faulty, "U_ALICE", RUN)
+        slack = faulty.slack
+        slack.wait_until(
+            lambda: any(r["ts"] == said.root_ts and r["text"].startswith(":x:") for r in roots(slack)),
+            timeout=WAIT,
+        )
+        (root,) = roots(slack)
+        assert any(word in root["text"] for word in STATED_FAILURE), root["text"]
+        assert faulty.api_faults()["counts"]["errors"] == QUICK_REQUESTS.attempts == 4
+        assert not [p for p in faulty.sim.pods() if p["metadata"]["labels"].get(labels.MANAGED_BY_LABEL)]

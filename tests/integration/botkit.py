@@ -93,20 +93,22 @@ def timeline(message: Json) -> list[str]:
     return block["elements"][0]["text"].split(" · ") if block else []
 
 
-def gpubot_pods(sim: world.BackgroundWorld) -> list[Json]:
+def gpubot_pods(sim: world.BackgroundWorld, namespace: str = "default") -> list[Json]:
     return [
         p
-        for p in sim.pods()
+        for p in sim.pods(namespace)
         if p["metadata"]["labels"].get(labels.MANAGED_BY_LABEL) == labels.MANAGED_BY_VALUE
     ]
 
 
-def wait_for_pods(sim: world.BackgroundWorld, slack: BackgroundSlack, count: int = 1) -> list[Json]:
+def wait_for_pods(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, count: int = 1, *, namespace: str = "default"
+) -> list[Json]:
     """The bot's pods once `count` exist and their thread roots are posted. The root goes out before the
     pod is created and no Slack call marks the creation, so the sim is checked every few milliseconds."""
     slack.wait_until(lambda: len(roots(slack)) >= count, timeout=WAIT)
     deadline = time.monotonic() + WAIT
-    while len(pods := gpubot_pods(sim)) < count:
+    while len(pods := gpubot_pods(sim, namespace)) < count:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{len(pods)} of {count} pods created within {WAIT} s")
         time.sleep(0.01)

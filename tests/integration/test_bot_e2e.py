@@ -181,6 +181,7 @@ def test_the_button_ids_match_the_renderer() -> None:
     assert actions.KEEP_ACTION == slack_render.KEEP_ACTION
     assert actions.LOGS_ACTION == slack_render.LOGS_ACTION
     assert actions.ASK_ACTION == slack_render.ASK_ACTION
+    assert actions.KEEP_ASKED_ACTION == slack_render.KEEP_ASKED_ACTION
 
 
 def test_the_scale_channel_gets_one_message_per_episode(

@@ -121,3 +121,35 @@ def test_a_person_opens_the_home_tab_sees_their_workload_and_spend_and_releases_
     assert "  | [Extend lease] (primary) [Release GPU] (danger)" in second_home
     assert "  | • gpu-pool: 1 node(s) ready" in second_home or "GPUs 0 free, 1 used" in second_home
     assert f"** alice clicks [Release GPU] on the Home tab, for {name}" in text
+
+
+def test_gpu_alone_opens_the_form_and_a_fixed_submission_starts_a_notebook_with_its_connect_lines() -> None:
+    """The issue's check: the form opens, a mistake stays under its field, the fixed form starts the run,
+    and a notebook's thread shows the forward line and the URL with the token."""
+    out = io.StringIO()
+    with cli_demo.demo_environment(out) as story:
+        session = cli_interactive.Session(story, out)
+        session.run(
+            io.StringIO("submit hours=2\n/gpu\nsubmit hours=lots\nsubmit type=notebook image=\nwait 7m\n")
+        )
+        (pod,) = gpubot_pods(story)
+        assert pod["spec"]["containers"][0]["image"].startswith("quay.io/jupyter/")
+        assert story.shows("U_ALICE", "lab?token=")()
+        assert story.slack.open_views() == []
+    text = out.getvalue()
+    beats = [
+        "alice> submit hours=2\nhint: no form is open; `/gpu` alone opens the run form",
+        "** a form opens for alice",
+        "  | == Run on a GPU ==",
+        "  |   (x) t4 · $0.54/h",
+        "alice> submit hours=lots",
+        "  | hours: `--hours` takes a number of hours",
+        "hint: the form stays open",
+        "** alice submits the form (type='notebook', image='')",
+        "alice asked for 1 GPU (notebook): `quay.io/jupyter/",
+        "kubectl port-forward -n gpubot-workloads pod/",
+        "then open <http://127.0.0.1:8888/lab?token=",
+    ]
+    positions = [text.find(beat) for beat in beats]
+    assert -1 not in positions, [b for b, p in zip(beats, positions, strict=True) if p == -1]
+    assert positions == sorted(positions), text

@@ -205,8 +205,8 @@ def test_a_pool_that_keeps_a_node_fails_sizing(
     code, found = doctor(capsys, *gke)
     assert code == 1
     assert found["pool-sizing"] == [
-        "FAIL pool-sizing: gpu-pool: min 1, max 5: 1 GPU node(s) stay up (and billed) even when no one uses "
-        "them",
+        "FAIL pool-sizing: gpu-pool: min size is 1: that many GPU nodes run, and are billed, while nobody "
+        "uses them; set --min 0 (a pre-warm schedule raises it only when wanted)",
         "  fix: gcloud container node-pools update gpu-pool --cluster demo --enable-autoscaling "
         "--min-nodes 0 --max-nodes 5",
     ]
@@ -354,11 +354,15 @@ def test_an_eks_node_group_without_template_tags_fails_until_tagged(
     template = "k8s.io/cluster-autoscaler/node-template/"
     code, found = doctor(capsys, *flags)
     assert code == 1
-    assert found["eks-node-template"][0] == (
-        f"FAIL eks-node-template: gpu-ng: ASG eks-gpu-ng-asg lacks {template}label/app-type=gpu-workloads, "
-        f"{template}taint/nvidia.com/gpu=present:NoSchedule, {template}resources/nvidia.com/gpu=1: at zero "
-        "nodes the autoscaler cannot tell that a new node would fit a GPU pod, so it never scales up"
-    )
+    failed = found["eks-node-template"][0]
+    assert failed.startswith("FAIL eks-node-template: gpu-ng: ASG eks-gpu-ng-asg lacks the tag ")
+    assert [
+        k for k in ("label/app-type", "taint/nvidia.com/gpu", "resources/nvidia.com/gpu") if k in failed
+    ] == [
+        "label/app-type",
+        "taint/nvidia.com/gpu",
+        "resources/nvidia.com/gpu",
+    ]
     assert found["pool-sizing"] == [
         "PASS pool-sizing: gpu-ng: min 0, max 3: scales from zero up to 3 node(s)"
     ]

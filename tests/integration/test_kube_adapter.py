@@ -18,7 +18,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from bot.adapters import kube
-from bot.core import errors, labels, lifecycle, models, podspec, ports, workloads
+from bot.core import cluster_nodes, errors, labels, lifecycle, models, podspec, ports, workloads
 from sim.cluster import world
 from tests.sim import test_scenarios as scenarios
 
@@ -269,7 +269,7 @@ def gpu_nodes(seen: list[Seen]) -> list[Seen]:
     return [
         s
         for s in seen
-        if s.kind == "node" and s.obj["metadata"]["labels"].get(workloads.GKE_NODEPOOL_LABEL) == "gpu-pool"
+        if s.kind == "node" and s.obj["metadata"]["labels"].get(labels.GKE_NODEPOOL_LABEL) == "gpu-pool"
     ]
 
 
@@ -328,7 +328,7 @@ def test_informers_deliver_a_scale_up_from_zero(
     assert {s.change for s in pods[1:-1]} == {ports.MODIFIED}
     assert all(s.obj["metadata"]["labels"][labels.MANAGED_BY_LABEL] == "gpubot" for s in pods)
     assert next(s.change for s in gpu_nodes(recorder.seen)) == ports.ADDED
-    assert any(not workloads.node_ready(s.obj) for s in gpu_nodes(recorder.seen)), "NotReady first"
+    assert any(not cluster_nodes.is_ready(s.obj) for s in gpu_nodes(recorder.seen)), "NotReady first"
 
     progress, milestones = track(recorder, name)
     steps = [m.step for m in milestones if m.step]

@@ -17,7 +17,7 @@ from bot import app, settings
 from bot.core import labels
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
-from tests.integration.botkit import CUDA, WAIT, Json, bot_settings, running_bot, the_root
+from tests.integration.botkit import CUDA, WAIT, Json, bot_settings, running_bot, the_root, wait_for_pods
 
 NAMESPACE = settings.DEFAULT_WORKLOAD_NAMESPACE
 PROFILES = """\
@@ -71,7 +71,8 @@ def test_a_default_run_is_admitted_in_the_restricted_namespace(
     sim: world.BackgroundWorld, slack: BackgroundSlack, restricted_bot: app.Bot
 ) -> None:
     assert slack.type_command("U_ALICE", "C_GPU", "/gpu", f"run {CUDA} -- sleep 3600").acked
-    (pod,) = slack.wait_until(lambda: workload_pods(sim), timeout=WAIT)
+    (pod,) = wait_for_pods(sim, slack, namespace=NAMESPACE)  # no Slack call marks its creation
+    assert pod["metadata"]["namespace"] == NAMESPACE
     assert pod["spec"]["securityContext"] == {
         "runAsNonRoot": True,
         "runAsUser": 1000,

@@ -4,7 +4,7 @@ an ETA from the holders' leases, and both move as the holders extend and release
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -109,8 +109,16 @@ def test_asking_for_a_gpu_dms_the_owner_of_an_idle_one_who_can_release_it_from_t
         lambda: [m for m in slack.messages("D_ALICE") if "is waiting" in m["text"]], timeout=WAIT
     )
     assert dm["text"].startswith(":wave: bob is waiting for a t4 GPU, and your `gpu-u-alice-"), dm["text"]
-    assert buttons(dm) == ["gpubot_keep", "gpubot_release"]
+    assert buttons(dm) == ["gpubot_keep_asked", "gpubot_release"]
+    assert "[Keep 30 min]" in slack.render_text()
 
+    pressed = datetime.now(UTC)  # the bot's clock here is the wall clock
+    assert slack.click_button("U_ALICE", "D_ALICE", dm["ts"], "gpubot_keep_asked").acked  # a little longer
+    kept = lambda: bot.cluster.get_workload("default", alices["metadata"]["name"]).marks.kept_until  # noqa: E731
+    until = slack.wait_until(kept, timeout=WAIT)
+    assert (
+        timedelta(minutes=30) - timedelta(seconds=1) <= until - pressed <= timedelta(minutes=30, seconds=WAIT)
+    )
     assert slack.click_button("U_ALICE", "D_ALICE", dm["ts"], "gpubot_release").acked  # she gives it up
     advance_until(sim, slack, lambda: "Running on" in root_of(sim, slack, "U_BOB")["text"])
     assert alices["metadata"]["name"] not in [p["metadata"]["name"] for p in gpubot_pods(sim)]
@@ -118,3 +126,36 @@ def test_asking_for_a_gpu_dms_the_owner_of_an_idle_one_who_can_release_it_from_t
 
 def told(slack: BackgroundSlack, user: str, words: str) -> bool:
     return any(words in e["text"] for e in slack.ephemerals(user))
+
+
+def test_when_the_clouds_gpu_quota_is_used_up_the_waiters_are_in_line_through_the_back_off(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+) -> None:
+    """The pool may grow (max 5) but the project's GPU quota may not: GKE says `GCE quota exceeded`, the
+    autoscaler backs off, and bob's thread keeps the cause and his place until alice's GPU comes back."""
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
+    wait_for_pods(sim, slack)
+    advance_until(sim, slack, step_reached(slack, "Running on"))
+    sim.run(lambda: sim.world.set_fault(POOL, "quota"))
+
+    slack.type_command("U_BOB", "C_GPU", "/gpu", f"run {CUDA} --hours 1 -- sleep 86400")
+    wait_for_pods(sim, slack, 2)
+    bob = lambda: root_of(sim, slack, "U_BOB")  # noqa: E731
+    advance_until(sim, slack, lambda: "Waiting for a GPU: #1 in line, about " in bob()["text"])
+    assert "GPU quota is used up" in str(bob()["blocks"]), bob()
+    events = sim.run(lambda: [e["message"] for e in sim.world.store.items("events", "default")])
+    assert any("failed: GCE quota exceeded. Pod is at risk of not being scheduled." in m for m in events)
+    advance_until(
+        sim,
+        slack,
+        lambda: any(
+            "in backoff after failed scale-up" in m
+            for m in sim.run(lambda: [e["message"] for e in sim.world.store.items("events", "default")])
+        ),
+        limit=1800,
+        stride=30,
+    )
+    assert "#1 in line" in bob()["text"] and "GPU quota is used up" in str(bob()["blocks"]), bob()
+
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", "release all")
+    advance_until(sim, slack, lambda: "Running on" in bob()["text"])

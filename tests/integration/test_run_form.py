@@ -118,3 +118,17 @@ def test_the_notebook_type_runs_its_own_image_and_the_form_offers_recent_images_
     again = open_form(slack)
     assert element(again, "image")["initial_value"].startswith("quay.io/jupyter/pytorch-notebook")
     assert images.EXAMPLE_IMAGE not in str(block(again, "image").get("hint"))
+
+
+def test_a_form_fixed_after_a_mistake_starts_its_run(
+    sim: world.BackgroundWorld, slack: BackgroundSlack, bot: app.Bot
+) -> None:
+    view = open_form(slack)
+    assert slack.submit_view("U_ALICE", view["id"], {"image": CUDA, "hours": "lots"}).shown == "errors"
+    assert slack.submit_view("U_ALICE", view["id"], {"image": CUDA, "hours": "1"}).shown == "closed"
+    advance_until(sim, slack, lambda: sim.run(lambda: list(sim.world.store.items("pods", "default"))))
+    (pod,) = sim.run(lambda: list(sim.world.store.items("pods", "default")))
+    assert (
+        pod["metadata"]["annotations"]["gpubot.dev/command"]
+        == f"/gpu run {CUDA} --type t4 --gpus 1 --hours 1"
+    )

@@ -272,6 +272,20 @@ def test_a_post_that_cannot_go_out_in_time_is_withdrawn_not_sent_late(
     assert outbox.post(CHANNEL, "on time") and [m["text"] for m in slack.messages(CHANNEL)] == ["on time"]
 
 
+def test_a_post_on_the_wire_at_its_deadline_that_slack_refuses_is_withdrawn_not_retried_past_it(
+    slack: BackgroundSlack, outbox: slack_outbox.SlackOutbox
+) -> None:
+    """Slack answers each try after 0.4 s with a 503, so the deadline (0.2 s) falls while a try is on the
+    wire: the caller hears it was not sent once that try fails, not after every retry of an outage."""
+    down = FaultConfig(rate=1.0, statuses=(503,), methods=frozenset({"chat.postMessage"}), delay=0.4)
+    slack.set_faults(down)
+    with pytest.raises(errors.Unavailable):
+        outbox.post(CHANNEL, "too late", timeout=0.2)
+    assert len(slack.calls("chat.postMessage")) == 1, "withdrawn after the try on the wire, not retried"
+    slack.set_faults(FaultConfig())
+    assert outbox.flush(timeout=5) and slack.messages(CHANNEL) == []
+
+
 def test_an_unreachable_slack_is_retried_then_reported_unavailable() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -20,7 +20,7 @@ LONG = "<&>`*_~ " * 1000
 """8,000 characters that escaping grows to 20,000: markup, a code fence's backtick, emphasis."""
 NAME, NAMESPACE = "n" * 253, "s" * 63
 """Kubernetes' longest pod name (a DNS subdomain) and namespace (a DNS label)."""
-ALL_BUTTONS = [notices.Buttons(*flags) for flags in itertools.product((False, True), repeat=5)]
+ALL_BUTTONS = [notices.Buttons(*flags) for flags in itertools.product((False, True), repeat=6)]
 
 
 def statuses() -> list[notices.Notice]:

@@ -76,3 +76,11 @@ def test_the_section_shows_each_line_whole_and_the_url_as_a_link() -> None:
         f"then open <http://127.0.0.1:8888/lab?token={TOKEN}>",
         "Shell: `kubectl exec -it -n ml explore -- sh`",
     ]
+
+
+def test_with_nothing_to_forward_the_section_is_one_line() -> None:
+    text = slack_render.connect_text(connect.connect_for(workload()))
+    assert (
+        text
+        == "*Shell* from your machine, with your cluster credentials: `kubectl exec -it -n ml explore -- sh`"
+    )

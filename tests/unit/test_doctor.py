@@ -6,23 +6,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core import doctor, doctor_autoscaler, doctor_pools, doctor_scheduling, models, taints
+from bot.core import doctor, doctor_autoscaler, doctor_pools, doctor_scheduling, models, pools, taints
+from bot.core.cluster_nodes import Node
 from bot.core.doctor_facts import (
     EKS,
     GKE,
     AccessAnswer,
     AutoscalerFacts,
-    CloudPool,
-    EksNodeGroup,
     Facts,
     Manifest,
-    NodeFacts,
     Permissions,
     PoolFacts,
-    PoolTemplate,
     Status,
     assemble_pools,
-    node_facts,
 )
 from sim import seed
 
@@ -37,7 +33,7 @@ T4 = models.GpuProfile(
 MIG = "https://www.googleapis.com/compute/v1/projects/demo/zones/local-a/instanceGroups/gke-demo-gpu-pool-grp"
 
 
-def gpu_node(name: str = "gke-demo-gpu-pool-1", **overrides: object) -> NodeFacts:
+def gpu_node(name: str = "gke-demo-gpu-pool-1", **overrides: object) -> Node:
     fields: dict[str, object] = {
         "name": name,
         "pool": "gpu-pool",
@@ -47,7 +43,31 @@ def gpu_node(name: str = "gke-demo-gpu-pool-1", **overrides: object) -> NodeFact
         "taints": (GPU_TAINT,),
         "gpus": 1,
     }
-    return NodeFacts(**(fields | overrides))  # type: ignore[arg-type]
+    return Node(**(fields | overrides))  # type: ignore[arg-type]
+
+
+def cloud_view(cloud: pools.Cloud = pools.Cloud.GKE, **changes: object) -> pools.PoolView:
+    """A GPU pool as its cloud reports it, right in every way unless changed."""
+    eks = cloud is pools.Cloud.EKS
+    fields: dict[str, object] = {
+        "cloud": cloud,
+        "name": "gpu-ng" if eks else "gpu-pool",
+        "cluster": "demo",
+        "status": "ACTIVE" if eks else "RUNNING",
+        "autoscaling": True,
+        "min_size": 0,
+        "max_size": 5,
+        "current_size": None,
+        "machine_type": "g4dn.xlarge" if eks else "n1-standard-4",
+        "accelerator_type": "nvidia-tesla-t4",
+        "accelerator_count": 1,
+        "labels": {"app-type": "gpu-workloads"} if eks else POOL_LABELS,
+        "taints": (GPU_TAINT,),
+        "ami_type": pools.EKS_GPU_AMI if eks else "",
+        "asg_name": "eks-gpu-ng-asg" if eks else "",
+        "asg_tags": {} if eks else None,
+    }
+    return pools.PoolView(**(fields | changes))  # type: ignore[arg-type]
 
 
 def pool(**overrides: object) -> PoolFacts:
@@ -93,20 +113,6 @@ def test_prefer_no_schedule_never_keeps_a_pod_off() -> None:
     assert taints.untolerated([], [soft, GPU_TAINT]) == [GPU_TAINT]
 
 
-def test_node_facts_read_a_node_as_the_api_sends_it() -> None:
-    node = {
-        "metadata": {"name": "n1", "labels": POOL_LABELS},
-        "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
-        "status": {
-            "allocatable": {"nvidia.com/gpu": "1", "cpu": "4"},
-            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-03T08:00:00Z"}],
-        },
-    }
-    assert node_facts(node) == NodeFacts(
-        "n1", "gpu-pool", True, NOW - timedelta(hours=1), POOL_LABELS, (GPU_TAINT,), 1
-    )
-
-
 # -- pool sizing and taint --------------------------------------------------------------------------
 
 
@@ -117,18 +123,19 @@ def test_node_facts_read_a_node_as_the_api_sends_it() -> None:
         (
             pool(min_size=1),
             Status.FAIL,
-            "gpu-pool: min 1, max 5: 1 GPU node(s) stay up (and billed) even when no one uses them",
+            "gpu-pool: min size is 1: that many GPU nodes run, and are billed, while nobody uses them; set "
+            "--min 0 (a pre-warm schedule raises it only when wanted)",
         ),
         (
             pool(max_size=0),
             Status.FAIL,
-            "gpu-pool: min 0, max 0: the autoscaler may never add a node, so GPU pods wait forever",
+            "gpu-pool: max size is 0: the pool can never scale up; set --max to at least 1",
         ),
         (
             pool(autoscaled=False, min_size=None, max_size=None),
             Status.FAIL,
-            "gpu-pool: the Cluster Autoscaler does not scale this pool (its status lists no such node "
-            "group), so it never grows from zero",
+            "gpu-pool: autoscaling is off: the Cluster Autoscaler never adds or removes nodes; turn it on "
+            "with `gpubot pool set --min 0 --max N`",
         ),
         (
             pool(autoscaled=None, min_size=None, max_size=None),
@@ -154,7 +161,7 @@ def test_pool_sizing_fixes_name_the_cloud_command() -> None:
     )
 
 
-GKE_TEMPLATE = PoolTemplate("the GKE node pool's config (gpu-pool)", POOL_LABELS, (GPU_TAINT,), 1, True)
+GKE_VIEW = cloud_view()
 
 
 @pytest.mark.parametrize(
@@ -169,20 +176,20 @@ GKE_TEMPLATE = PoolTemplate("the GKE node pool's config (gpu-pool)", POOL_LABELS
         (
             pool(nodes=(gpu_node(), gpu_node("bare", taints=()))),
             Status.FAIL,
-            "gpu-pool: node(s) bare lack the nvidia.com/gpu=present:NoSchedule taint, so any pod may land on "
-            "(and keep up) an expensive GPU node",
+            "gpu-pool: node(s) bare: no nvidia.com/gpu taint: any pod may land on a GPU node and keep it "
+            "from scaling down; taint the pool nvidia.com/gpu=present:NoSchedule",
         ),
         (
-            pool(template=GKE_TEMPLATE),
+            pool(view=GKE_VIEW),
             Status.PASS,
             "gpu-pool: no nodes now; the GKE node pool's config (gpu-pool) gives new nodes "
             "nvidia.com/gpu=present:NoSchedule",
         ),
         (
-            pool(template=PoolTemplate("the EKS node group (gpu-ng)", {}, ())),
+            pool(view=cloud_view(pools.Cloud.EKS, taints=())),
             Status.FAIL,
-            "gpu-pool: no nodes now, and the EKS node group (gpu-ng) gives new nodes no nvidia.com/gpu taint "
-            "(taints: none), so any pod may land on a GPU node",
+            "gpu-pool: no nodes now; the EKS node group (gpu-ng): no nvidia.com/gpu taint: any pod may land "
+            "on a GPU node and keep it from scaling down; taint the pool nvidia.com/gpu=present:NoSchedule",
         ),
         (
             pool(),
@@ -240,7 +247,7 @@ def test_a_taint_of_any_value_counts_and_transient_taints_are_not_the_pools() ->
             "gpu-pool: no nodes, so whether the device plugin advertises nvidia.com/gpu cannot be checked",
         ),
         (
-            pool(template=GKE_TEMPLATE),
+            pool(view=GKE_VIEW),
             Status.WARN,
             "gpu-pool: no nodes, so whether the device plugin advertises nvidia.com/gpu cannot be checked; "
             "the GKE node pool's config (gpu-pool) promises 1 GPU(s) per node",
@@ -464,9 +471,7 @@ def test_a_manifest_without_a_pod_says_so(text: str, message: str) -> None:
 def test_toleration_values_are_validated_as_the_api_server_does(
     entry: dict[str, object], problem: str
 ) -> None:
-    from bot.core import manifests
-
-    assert manifests.toleration_problems(entry, "[0]") == [problem]
+    assert taints.toleration_problems(entry, "[0]") == [problem]
 
 
 # -- the autoscaler ------------------------------------------------------------------------------------
@@ -549,16 +554,6 @@ def test_autoscaler_health(facts: AutoscalerFacts, status: Status, message: str)
     assert (check.name, check.status, check.message) == ("autoscaler-health", status, message)
 
 
-def test_status_times_and_sizes_are_read_as_the_autoscaler_writes_them() -> None:
-    assert doctor_autoscaler.parse_last_updated("2026-12-03 08:59:50.123456789 +0000 UTC") == datetime(
-        2026, 12, 3, 8, 59, 50, 123456, tzinfo=UTC
-    )
-    assert doctor_autoscaler.parse_last_updated("yesterday") is None
-    assert doctor_autoscaler.group_sizes(YAML_STATUS % ("Healthy", MIG)) == {MIG: (0, 5)}
-    assert doctor_autoscaler.group_sizes(TEXT_STATUS) == {}
-    assert doctor_autoscaler.read_status(TEXT_STATUS).structured is False
-
-
 LIMIT = timedelta(minutes=15)
 
 
@@ -610,10 +605,8 @@ GOOD_TAGS = {
 }
 
 
-def node_group(tags: dict[str, str], error: str = "") -> EksNodeGroup:
-    return EksNodeGroup(
-        "gpu-ng", "demo", "eks-gpu-ng-asg", tags, {"app-type": "gpu-workloads"}, (GPU_TAINT,), error
-    )
+def node_group(tags: dict[str, str], error: str = "") -> pools.PoolView:
+    return cloud_view(pools.Cloud.EKS, asg_tags=tags, error=error)
 
 
 def test_eks_node_template_tags() -> None:
@@ -623,17 +616,27 @@ def test_eks_node_template_tags() -> None:
     )
     missing = {k: v for k, v in GOOD_TAGS.items() if "node-template" not in k}
     check = doctor_autoscaler.eks_node_template(node_group(missing))
-    assert (check.status, check.message) == (
-        Status.FAIL,
-        f"gpu-ng: ASG eks-gpu-ng-asg lacks {TEMPLATE}label/app-type=gpu-workloads, "
-        f"{TEMPLATE}taint/nvidia.com/gpu=present:NoSchedule, {TEMPLATE}resources/nvidia.com/gpu=1: at zero "
-        "nodes the autoscaler cannot tell that a new node would fit a GPU pod, so it never scales up",
+    assert check.status is Status.FAIL
+    assert check.message.startswith(
+        f"gpu-ng: ASG eks-gpu-ng-asg lacks the tag {TEMPLATE}label/app-type=gpu-workloads: at zero nodes the "
+        "Cluster Autoscaler does not know new nodes get this label"
     )
+    assert [k for k in GOOD_TAGS if f"lacks the tag {k}=" in check.message] == [
+        f"{TEMPLATE}label/app-type",
+        f"{TEMPLATE}taint/nvidia.com/gpu",
+        f"{TEMPLATE}resources/nvidia.com/gpu",
+    ]
     assert check.fix.startswith(
         "aws autoscaling create-or-update-tags --tags ResourceId=eks-gpu-ng-asg,"
         f"ResourceType=auto-scaling-group,Key={TEMPLATE}label/app-type,Value=gpu-workloads,"
-        "PropagateAtLaunch=true "
+        "PropagateAtLaunch=false "
     )
+
+
+def test_a_node_group_without_its_auto_scaling_group_yet_fails_until_active() -> None:
+    check = doctor_autoscaler.eks_node_template(cloud_view(pools.Cloud.EKS, asg_name=""))
+    assert (check.status, check.fix) == (Status.FAIL, "wait for the node group to be ACTIVE")
+    assert "no Auto Scaling group yet" in check.message
 
 
 @pytest.mark.parametrize(
@@ -758,7 +761,7 @@ def test_no_gpu_pool_and_a_broken_profiles_file_fail() -> None:
 
 
 def test_gpu_pools_are_those_with_gpu_nodes_and_autoscaled_pools_at_zero() -> None:
-    cpu = NodeFacts("cpu-1", pool="default-pool", labels={"cloud.google.com/gke-nodepool": "default-pool"})
+    cpu = Node("cpu-1", pool="default-pool", labels={"cloud.google.com/gke-nodepool": "default-pool"})
     found = assemble_pools([cpu, gpu_node()], {MIG: (0, 5)}, status_readable=True)
     assert [(p.name, p.min_size, p.max_size, p.autoscaled, p.cloud) for p in found] == [
         ("gpu-pool", 0, 5, True, GKE)
@@ -771,15 +774,21 @@ def test_gpu_pools_are_those_with_gpu_nodes_and_autoscaled_pools_at_zero() -> No
 
 
 def test_eks_groups_map_to_their_node_group_through_the_cloud() -> None:
-    template = PoolTemplate("the EKS node group (gpu-ng)", {}, (GPU_TAINT,), None, True)
-    cpu_template = PoolTemplate("the EKS node group (cpu-ng)", {}, ())
-    cloud = {
-        "gpu-ng": CloudPool("gpu-ng", EKS, template, group="eks-gpu-ng-asg", asg_tags={}),
-        "cpu-ng": CloudPool("cpu-ng", EKS, cpu_template, group="eks-cpu-ng-asg", asg_tags={}),
-    }
+    gpu = cloud_view(pools.Cloud.EKS, accelerator_count=None)
+    cpu = cloud_view(
+        pools.Cloud.EKS,
+        name="cpu-ng",
+        asg_name="eks-cpu-ng-asg",
+        machine_type="m5.large",
+        accelerator_type="",
+        accelerator_count=None,
+        ami_type="AL2023_x86_64_STANDARD",
+        taints=(),
+    )
+    cloud = {"gpu-ng": gpu, "cpu-ng": cpu}
     groups = {"eks-gpu-ng-asg": (0, 4), "eks-cpu-ng-asg": (0, 3)}
     found = assemble_pools([], groups, status_readable=True, cloud=cloud)
-    assert [(p.name, p.max_size, p.cloud, p.template) for p in found] == [("gpu-ng", 4, EKS, template)]
+    assert [(p.name, p.max_size, p.cloud, p.view) for p in found] == [("gpu-ng", 4, EKS, gpu)]
     named = assemble_pools([], groups, status_readable=True, cloud=cloud, only=frozenset({"cpu-ng"}))
     assert [p.name for p in named] == ["cpu-ng"]
 

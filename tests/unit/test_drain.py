@@ -10,14 +10,15 @@ import yaml
 
 from bot import settings
 from bot.core import drain
-from bot.core.drain import Cause, NodeFacts, PodFacts
+from bot.core.cluster_nodes import Node
+from bot.core.drain import Cause, PodFacts
 
 POOL = "gpu-pool"
 GROUP = (
     "https://www.googleapis.com/compute/v1/projects/demo/zones/local-a/instanceGroups/gke-demo-gpu-pool-grp"
 )
-NODE = NodeFacts("gke-demo-gpu-pool-ab12-x1y2", labels={"cloud.google.com/gke-nodepool": POOL})
-EKS_NODE = NodeFacts("ip-10-0-0-1", labels={"eks.amazonaws.com/nodegroup": POOL})
+NODE = Node("gke-demo-gpu-pool-ab12-x1y2", labels={"cloud.google.com/gke-nodepool": POOL})
+EKS_NODE = Node("ip-10-0-0-1", labels={"eks.amazonaws.com/nodegroup": POOL})
 NOT_SAFE = {drain.SAFE_TO_EVICT: "false"}
 
 
@@ -126,7 +127,7 @@ QUIET = status(scale_down="CandidatesPresent")
             id="deployment-pod-tolerating-the-taint",
         ),
         pytest.param(
-            [NodeFacts(NODE.name, annotations={drain.SCALE_DOWN_DISABLED: "true"})],
+            [Node(NODE.name, annotations={drain.SCALE_DOWN_DISABLED: "true"})],
             [],
             status(),
             0,
@@ -134,7 +135,7 @@ QUIET = status(scale_down="CandidatesPresent")
             id="node-opted-out",
         ),
         pytest.param(
-            [NodeFacts(NODE.name, annotations={drain.SCALE_DOWN_DISABLED: "false"})],
+            [Node(NODE.name, annotations={drain.SCALE_DOWN_DISABLED: "false"})],
             [],
             QUIET,
             0,
@@ -165,7 +166,7 @@ QUIET = status(scale_down="CandidatesPresent")
     ],
 )
 def test_diagnose(
-    nodes: list[NodeFacts],
+    nodes: list[Node],
     pods: list[PodFacts],
     status_text: str | None,
     min_size: int,
@@ -205,7 +206,7 @@ def test_only_a_few_pods_are_named_and_the_rest_counted() -> None:
         (EKS_NODE, "aws eks update-nodegroup-config --nodegroup-name gpu-pool --scaling-config minSize=0"),
     ],
 )
-def test_the_minimum_size_fix_is_the_pools_clouds_command(node: NodeFacts, command: str) -> None:
+def test_the_minimum_size_fix_is_the_pools_clouds_command(node: Node, command: str) -> None:
     (reason,) = drain.diagnose(POOL, nodes=[node], pods=[], status_text=QUIET, min_size=1)
     assert reason.summary == "gpu-pool's minimum size is 1, so the autoscaler always keeps at least 1 node"
     assert command in reason.fix
@@ -230,9 +231,6 @@ def test_read_pod_and_node_from_the_api_json() -> None:
     )
     assert drain.read_pod({"metadata": {"name": "odd", "ownerReferences": "junk"}}) == PodFacts(
         "", "odd", phase="Pending"
-    )
-    assert drain.read_node({"metadata": {"name": "n", "annotations": {"a": "b"}}}) == NodeFacts(
-        "n", annotations={"a": "b"}
     )
 
 

@@ -55,7 +55,7 @@ def triggered(
 
 
 def node(seconds: int, name: str = NODE, *, ready: bool = False, gpus: int = 0) -> NodeSeen:
-    return NodeSeen(at(seconds), name, ready=ready, gpus=gpus, pool=POOL)
+    return NodeSeen(name, ready=ready, gpus=gpus, pool=POOL, at=at(seconds))
 
 
 def feed(observations: Iterable[episodes.Observation], since: int = 0) -> episodes.Scales:
@@ -318,13 +318,13 @@ def test_warnings_without_an_episode_open_nothing() -> None:
 
 
 DEFAULT_NODES = tuple(
-    NodeSeen(at(0), f"gke-demo-default-pool-{i}", ready=True, gpus=0, pool="default-pool") for i in (1, 2)
+    NodeSeen(f"gke-demo-default-pool-{i}", ready=True, gpus=0, pool="default-pool", at=at(0)) for i in (1, 2)
 )
 
 
 def test_seeded_nodes_without_gpus_are_no_episode() -> None:
     state = feed(
-        [Seeded(at(0), DEFAULT_NODES), NodeSeen(at(5), "gke-demo-default-pool-1", True, 0, "default-pool")]
+        [Seeded(at(0), DEFAULT_NODES), NodeSeen("gke-demo-default-pool-1", True, 0, "default-pool", at=at(5))]
     )
     assert state.pool("default-pool").episode is None
     assert state.pool("default-pool").present == {"gke-demo-default-pool-1", "gke-demo-default-pool-2"}
@@ -378,20 +378,6 @@ def test_pool_price(
     node_labels: dict[str, str], profiles: list[models.GpuProfile], price: float | None
 ) -> None:
     assert episodes.pool_price(node_labels, profiles) == price
-
-
-@pytest.mark.parametrize(
-    ("node_dict", "gpu"),
-    [
-        ({"metadata": {"labels": {"cloud.google.com/gke-accelerator": "nvidia-tesla-t4"}}}, True),
-        ({"metadata": {"labels": {"k8s.amazonaws.com/accelerator": "nvidia-a10g"}}}, True),
-        ({"metadata": {}, "status": {"capacity": {"nvidia.com/gpu": "1"}}}, True),
-        ({"metadata": {"labels": {"app-type": "cpu"}}, "status": {"capacity": {"cpu": "4"}}}, False),
-        ({}, False),
-    ],
-)
-def test_is_gpu_node(node_dict: dict[str, object], gpu: bool) -> None:
-    assert episodes.is_gpu_node(node_dict) is gpu
 
 
 def test_a_leftover_trigger_of_an_earlier_episode_stays_out_of_the_next() -> None:

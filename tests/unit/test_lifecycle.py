@@ -35,9 +35,9 @@ SEED_JOURNEY: list[lifecycle.Observation] = [
     EventSeen(at(0), "FailedScheduling", NO_NODE, "Warning"),
     EventSeen(at(40), "TriggeredScaleUp", f"pod triggered scale-up: [{{{GROUP} 0->1 (max: 5)}}]"),
     EventSeen(at(60), "FailedScheduling", NO_NODE, "Warning"),
-    NodeSeen(at(130), "gke-demo-gpu-pool-ab12cd34-x1y2", ready=False, gpus=0, pool="gpu-pool"),
-    NodeSeen(at(160), "gke-demo-gpu-pool-ab12cd34-x1y2", ready=True, gpus=0, pool="gpu-pool"),
-    NodeSeen(at(280), "gke-demo-gpu-pool-ab12cd34-x1y2", ready=True, gpus=1, pool="gpu-pool"),
+    NodeSeen("gke-demo-gpu-pool-ab12cd34-x1y2", ready=False, gpus=0, pool="gpu-pool", at=at(130)),
+    NodeSeen("gke-demo-gpu-pool-ab12cd34-x1y2", ready=True, gpus=0, pool="gpu-pool", at=at(160)),
+    NodeSeen("gke-demo-gpu-pool-ab12cd34-x1y2", ready=True, gpus=1, pool="gpu-pool", at=at(280)),
     EventSeen(
         at(280), "Scheduled", "Successfully assigned default/gpu-pod to gke-demo-gpu-pool-ab12cd34-x1y2"
     ),
@@ -60,7 +60,7 @@ def test_the_seed_journey_reaches_every_step_once_in_order() -> None:
 
 def test_nodes_of_other_pools_are_not_our_node() -> None:
     _, milestones = feed(
-        [*SEED_JOURNEY[:2], NodeSeen(at(50), "gke-demo-default-pool-1", True, 0, "default-pool")]
+        [*SEED_JOURNEY[:2], NodeSeen("gke-demo-default-pool-1", True, 0, "default-pool", at=at(50))]
     )
     assert Step.PROVISIONING not in [m.step for m in milestones]
 
@@ -88,6 +88,11 @@ def test_pool_names_from_autoscaler_group_ids(group: str, pool: str) -> None:
             "Node scale up in zones local-a associated with this pod failed: GCE out of resources. "
             "Pod is at risk of not being scheduled.",
             "stockout",
+        ),
+        (
+            "Node scale up in zones local-a associated with this pod failed: GCE quota exceeded. "
+            "Pod is at risk of not being scheduled.",
+            "quota",
         ),
         ("pod didn't trigger scale-up: 1 in backoff after failed scale-up", "backoff"),
     ],
@@ -168,7 +173,7 @@ def test_a_step_seen_after_a_later_one_is_recorded_late_not_lost() -> None:
         [
             *SEED_JOURNEY[:5],
             EventSeen(at(280), "Scheduled", f"Successfully assigned default/gpu-pod to {node}"),
-            NodeSeen(at(279), node, ready=True, gpus=1, pool="gpu-pool"),
+            NodeSeen(node, ready=True, gpus=1, pool="gpu-pool", at=at(279)),
         ]
     )
     assert progress.step is Step.SCHEDULED
@@ -187,7 +192,7 @@ def test_a_node_first_seen_after_the_pod_runs_is_dated_from_its_own_stamps() -> 
             EventSeen(at(280), "Scheduled", f"Successfully assigned default/gpu-pod to {node}"),
             PodSeen(at(370), "Running", node=node),
             NodeSeen(
-                at(900), node, ready=True, gpus=1, pool="gpu-pool", created=at(130), ready_since=at(160)
+                node, ready=True, gpus=1, pool="gpu-pool", created=at(130), ready_since=at(160), at=at(900)
             ),
         ]
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.core import models, pools
+from bot.core import models, pools, taints
 
 GKE, EKS = pools.Cloud.GKE, pools.Cloud.EKS
 GPU_TOLERATION = models.Toleration(key="nvidia.com/gpu", value="present", effect="NoSchedule")
@@ -46,7 +46,7 @@ def test_gke_pool_for_the_t4_profile_is_the_seed_pool() -> None:
         1,
     )
     assert (spec.min_size, spec.max_size) == (0, 5)
-    assert spec.taints == (pools.PoolTaint("nvidia.com/gpu", "present", "NoSchedule"),)
+    assert spec.taints == (taints.Taint("nvidia.com/gpu", "present", "NoSchedule"),)
     assert spec.labels == {"app-type": "gpu-workloads"}
     assert spec.asg_tags == {} and spec.ami_type == ""
 
@@ -150,7 +150,7 @@ def test_refusals(cloud: pools.Cloud, changes: dict[str, Any], says: str) -> Non
     ],
 )
 def test_tolerates(toleration: models.Toleration, tolerated: bool) -> None:
-    assert pools.tolerates(toleration, pools.GPU_TAINT) is tolerated
+    assert taints.tolerates(toleration, pools.GPU_TAINT) is tolerated
 
 
 def view(cloud: pools.Cloud = GKE, **changes: Any) -> pools.PoolView:
@@ -201,10 +201,10 @@ def without(tags: dict[str, str], *keys: str) -> dict[str, str]:
         (GKE, {"max_size": 0}, ["max size is 0"]),
         (GKE, {"autoscaling": False, "min_size": 0, "max_size": 0}, ["autoscaling is off", "max size is 0"]),
         (GKE, {"taints": ()}, ["no nvidia.com/gpu taint"]),
-        (GKE, {"taints": (pools.PoolTaint("dedicated", "ml", "NoSchedule"),)}, ["no nvidia.com/gpu taint"]),
+        (GKE, {"taints": (taints.Taint("dedicated", "ml", "NoSchedule"),)}, ["no nvidia.com/gpu taint"]),
         (
             GKE,
-            {"taints": (pools.PoolTaint("nvidia.com/gpu", "present", "PreferNoSchedule"),)},
+            {"taints": (taints.Taint("nvidia.com/gpu", "present", "PreferNoSchedule"),)},
             ["effect PreferNoSchedule"],
         ),
         (

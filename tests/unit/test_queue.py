@@ -127,8 +127,8 @@ def test_the_ask_says_who_waits_what_is_idle_and_what_each_button_does() -> None
     text = notices.moments(queue.ask_text("bob", holder))
     assert text == (
         ":wave: bob is waiting for a t4 GPU, and your `w` holds one, idle by the reaper's count since "
-        "Sun 13:50 UTC. If you are done with it, Release gives it to them; Keep tells the reaper you still "
-        "need it."
+        "Sun 13:50 UTC. If you are done with it, Release gives it to them; Keep 30 min tells the reaper you "
+        "need it a little longer."
     )
 
 

@@ -9,18 +9,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot import settings as bot_settings
-from bot.core import lifecycle, models, notices, workloads
-from bot.services import status
+from bot.core import labels, lifecycle, models, notices, status, workloads
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 PROFILES = bot_settings.load_profiles(bot_settings.BUILTIN_PROFILES_YAML)
 T4 = PROFILES["t4"]
-GPU_NODE_LABELS = {workloads.GKE_NODEPOOL_LABEL: "gpu-pool", "app-type": "gpu-workloads"}
+GPU_NODE_LABELS = {labels.GKE_NODEPOOL_LABEL: "gpu-pool", "app-type": "gpu-workloads"}
 
 
 def gpu_node(name: str, *, ready: bool = True, gpus: int = 1, pool: str = "gpu-pool") -> lifecycle.NodeSeen:
-    node_labels = GPU_NODE_LABELS | {workloads.GKE_NODEPOOL_LABEL: pool}
-    return lifecycle.NodeSeen(T0, name, ready=ready, gpus=gpus, pool=pool, labels=node_labels)
+    node_labels = GPU_NODE_LABELS | {labels.GKE_NODEPOOL_LABEL: pool}
+    return lifecycle.NodeSeen(name, ready=ready, gpus=gpus, pool=pool, labels=node_labels, at=T0)
 
 
 def running_on(node: str) -> workloads.Workload:
@@ -89,8 +88,8 @@ def test_each_pool_is_priced_by_its_own_nodes() -> None:
     a100 = models.GpuProfile(
         name="a100", node_selector=((accelerator, "nvidia-tesla-a100"),), price_per_hour=3.67
     )
-    a100_labels = {workloads.GKE_NODEPOOL_LABEL: "a100-pool", accelerator: "nvidia-tesla-a100"}
-    big = lifecycle.NodeSeen(T0, "a1", ready=True, gpus=1, pool="a100-pool", labels=a100_labels)
+    a100_labels = {labels.GKE_NODEPOOL_LABEL: "a100-pool", accelerator: "nvidia-tesla-a100"}
+    big = lifecycle.NodeSeen("a1", ready=True, gpus=1, pool="a100-pool", labels=a100_labels, at=T0)
     views = status.pool_views([big, gpu_node("n1"), gpu_node("n2")], [], {}, profiles=[T4, a100])
     assert [(v.name, status.cost_text(v)) for v in views] == [
         ("a100-pool", "≈ $3.67/h now"),

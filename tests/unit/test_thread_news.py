@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from bot.core import lifecycle, notices, workloads
-from bot.services import status
+from bot.core import lifecycle, notices, status, workloads
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 PENDING = lifecycle.PodSeen(T0, "Pending")
@@ -62,7 +61,7 @@ def advanced(thread: status.Thread, *seen: lifecycle.Observation) -> status.Thre
 
 
 def node(at: timedelta, *, ready: bool, gpus: int = 0) -> lifecycle.NodeSeen:
-    return lifecycle.NodeSeen(T0 + at, NODE, ready=ready, gpus=gpus, pool="gpu-pool")
+    return lifecycle.NodeSeen(NODE, ready=ready, gpus=gpus, pool="gpu-pool", at=T0 + at)
 
 
 def test_a_new_stage_is_news() -> None:

@@ -58,9 +58,12 @@ def test_a_schedule_is_judged_in_its_own_time_zone() -> None:
 def test_outside_every_schedule_the_pool_may_drain_to_zero() -> None:
     both = [schedule(BERLIN), schedule("gpu-pool min 3 wed 12:00-13:00 Europe/Berlin")]
     wednesday_noon = datetime(2026, 12, 9, 11, 30, tzinfo=UTC)
-    assert warm.wanted_min(both, "gpu-pool", wednesday_noon) == 3
-    assert warm.wanted_min(both, "gpu-pool", datetime(2026, 12, 9, 20, 0, tzinfo=UTC)) == 0
-    assert warm.wanted_min(both, "other-pool", wednesday_noon) == 0
+    bounds = {"gpu-pool": (0, 5), "other-pool": (0, 5)}
+    assert [(c.pool, c.after, c.schedule) for c in warm.plan(both, bounds, wednesday_noon)] == [
+        ("gpu-pool", 3, both[1])
+    ]
+    evening = datetime(2026, 12, 9, 20, 0, tzinfo=UTC)
+    assert [(c.pool, c.after) for c in warm.plan(both, {"gpu-pool": (3, 5)}, evening)] == [("gpu-pool", 0)]
 
 
 def test_a_weeks_warm_capacity_has_a_price() -> None:

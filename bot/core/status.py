@@ -1,4 +1,4 @@
-"""Services: pure builders of what a thread and `/gpu status` show, from the tracker's and the cluster's view.
+"""Core: pure builders of what a thread and `/gpu status` show, from the tracker's and the cluster's view.
 
 No I/O and no clock here: `now` comes in, notices go out, so the wording is tested without Slack or a cluster.
 """
@@ -8,9 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
-
-import yaml
 
 from bot.core import connect, episodes, explain, lifecycle, models, notices, podspec, reaping, workloads
 
@@ -90,13 +87,14 @@ def deleted_headline(workload: workloads.Workload) -> str:
 
 
 def in_line(thread: Thread) -> bool:
-    """Waiting because its pool is at its maximum: in the line for GPUs that others hold."""
+    """Waiting because its pool cannot grow (at its maximum, or the cloud's GPU quota is used up): in the
+    line for GPUs that others hold."""
     progress = thread.progress
     return (
         progress.outcome is None
         and progress.step in (None, Step.WAITING)
         and thread.problem is not None
-        and thread.problem.key == "max-size"
+        and thread.problem.key in explain.IN_LINE
         and not thread.workload.deletion_requested
     )
 
@@ -219,7 +217,10 @@ def milestone_reply(milestone: lifecycle.Milestone, thread: Thread) -> notices.R
 
 
 @dataclass(frozen=True)
-class PoolView:
+class PoolCapacity:
+    """A pool's nodes and GPUs now, as the cluster shows them, for `/gpu status` and the App Home; what its
+    cloud reports of it (and what is wrong with it) is `pools.PoolView`."""
+
     name: str
     ready: int
     provisioning: int
@@ -234,23 +235,6 @@ class PoolView:
     def nodes_up(self) -> int:
         """Nodes the cloud bills for: Ready ones and those still provisioning."""
         return self.ready + self.provisioning
-
-
-def autoscaler_sizes(status_text: str | None) -> dict[str, tuple[int, int]]:
-    """Pool → (min, max) from the Cluster Autoscaler's YAML status; {} for the old plain-text format."""
-    try:
-        document: Any = yaml.safe_load(status_text or "")
-    except yaml.YAMLError:
-        return {}
-    groups = document.get("nodeGroups") if isinstance(document, dict) else None
-    sizes: dict[str, tuple[int, int]] = {}
-    for group in groups if isinstance(groups, list) else []:
-        health = group.get("health") if isinstance(group, dict) else None
-        if isinstance(health, dict) and isinstance(group.get("name"), str):
-            low, high = health.get("minSize"), health.get("maxSize")
-            if isinstance(low, int) and isinstance(high, int):
-                sizes[lifecycle.pool_name(group["name"])] = (low, high)
-    return sizes
 
 
 def holds_gpu(workload: workloads.Workload) -> bool:
@@ -270,7 +254,7 @@ def pool_views(
     sizes: Mapping[str, tuple[int, int]],
     *,
     profiles: Iterable[models.GpuProfile] = (),
-) -> list[PoolView]:
+) -> list[PoolCapacity]:
     """GPU pools: those the autoscaler scales, and any pool with allocatable GPUs."""
     nodes, held, profiles = list(nodes), [w for w in held if holds_gpu(w) and w.node], tuple(profiles)
     names = set(sizes) | {n.pool for n in nodes if n.gpus > 0 and n.pool}
@@ -282,7 +266,7 @@ def pool_views(
         used = sum(w.gpus for w in held if w.node in on_members)
         low, high = sizes.get(name, (None, None))
         views.append(
-            PoolView(
+            PoolCapacity(
                 name=name,
                 ready=len(ready),
                 provisioning=len(members) - len(ready),
@@ -329,7 +313,7 @@ def workload_line(workload: workloads.Workload, now: datetime, *, with_owner: bo
     return f"• `{workload.name}` — {phase}, {where} · age {age} · {lease} · {gpus}{owner}"
 
 
-def cost_text(view: PoolView) -> str:
+def cost_text(view: PoolCapacity) -> str:
     """What the pool costs right now; a pool at zero costs nothing, an unknown price says nothing."""
     if view.nodes_up == 0:
         return "$0/h now"
@@ -338,7 +322,7 @@ def cost_text(view: PoolView) -> str:
     return f"≈ {notices.format_cost(view.nodes_up * view.price_per_hour)}/h now"
 
 
-def pool_line(view: PoolView) -> str:
+def pool_line(view: PoolCapacity) -> str:
     size = f" · size {view.min_size} to {view.max_size}" if view.max_size is not None else ""
     cost = cost_text(view)
     return (
@@ -349,7 +333,7 @@ def pool_line(view: PoolView) -> str:
 
 def status_report(
     mine: list[workloads.Workload],
-    pools: list[PoolView],
+    pools: list[PoolCapacity],
     *,
     pending_gpus: int,
     everyone: bool,
