@@ -451,19 +451,35 @@ class SlackOutbox:
         with self._cond:
             if self._stopping:
                 raise errors.ChatUnavailable("the Slack outbox is stopped")
-            if kind == "update" and (lane in self._lanes or self._edited.get(lane, 0.0) > entry.at):
-                stale = True  # this run has edited that message since: its edit is the newer
-            else:
-                stale = False
+            dropped = self._superseded(kind, entry, batch)
+            if dropped is None:
                 verify = kind in ("post", "dm")
                 job = Job(kind, lane, next(self._seq), entry.args, key=entry.key, verify=verify, batch=batch)
                 self._lanes.setdefault(lane, collections.deque()).append(job)
                 self._counts["replayed"] += 1
                 self._cond.notify_all()
-        if stale:
-            self._forget(entry.key)
+        if dropped is not None:
+            self._forget(dropped)
             return 0
         return 1
+
+    def _superseded(self, kind: Kind, entry: outbox_journal.Entry, batch: int) -> str | None:
+        """For a replayed edit, the key of the edit it makes needless: itself when this run has edited the
+        message since (or has an edit of it queued), the older replayed edit it replaces; None when it is
+        simply queued. Entries come oldest first. Caller holds the lock."""
+        if kind != "update":
+            return None
+        if self._edited.get(entry.lane, 0.0) > entry.at:
+            return entry.key
+        queue = self._lanes.get(entry.lane)
+        if not queue:
+            return None
+        last = queue[-1]
+        if last.batch != batch or last.in_flight:
+            return entry.key
+        older, last.key, last.args = last.key, entry.key, entry.args
+        self._counts["coalesced"] += 1
+        return older
 
     def _forget(self, key: str) -> None:
         if self._journal is not None and key:

@@ -260,3 +260,20 @@ def test_without_the_history_scopes_a_replayed_reply_is_sent_again_not_lost(kept
             outbox.stop(timeout=5)
         assert replies(slack, root) == ["Released by its owner"] * 2
         assert [c.error for c in slack.calls("conversations.replies")] == ["missing_scope"]
+
+
+def test_two_replayed_edits_of_one_message_end_at_the_newer(slack: BackgroundSlack, runs: Runs) -> None:
+    """Two edits of one message kept apart (the first was on the wire when the second came): the replay
+    sends only the newer."""
+    client = slack_outbox.make_client(slack.bot_token, base_url=slack.api_url, timeout=5)
+    root = client.chat_postMessage(channel=CHANNEL, text="train-1 is starting")["ts"]
+    lane = ("update", CHANNEL, root)
+    for at, text in ((1.0, "train-1: Running"), (2.0, "train-1: Released")):
+        journal = outbox_journal.OutboxJournal(runs.kept, replica="gpubot-0", clock=lambda at=at: at)
+        journal.keep(f"k-{at}", "update", lane, {"channel": CHANNEL, "ts": root, "text": text})
+
+    outbox = runs.start("gpubot-0")
+    assert outbox.flush(timeout=10)
+    shown = message(slack, CHANNEL, root)
+    assert [r["text"] for r in shown["revisions"]] == ["train-1 is starting", "train-1: Released"]
+    assert runs.kept.entries("outbox:gpubot-0") == {}
