@@ -24,6 +24,7 @@ from bot.adapters import (
     leader,
     metrics,
     observability,
+    outbox_journal,
     slack_chat,
     slack_outbox,
     slack_render,
@@ -116,7 +117,9 @@ def build(
     cluster = cluster or connect_cluster(settings)
     kept = store.open_store(settings.redis.url, prefix=settings.redis.key_prefix)
     outbox = slack_outbox.SlackOutbox(
-        slack_outbox.make_client(slack.bot_token, base_url=slack.api_base_url), outbox_settings
+        slack_outbox.make_client(slack.bot_token, base_url=slack.api_base_url),
+        outbox_settings,
+        journal=outbox_journal.OutboxJournal(kept, replica=settings.leader.identity),
     )
     chat = slack_chat.OutboxChat(outbox)
     pool_manager = connect_cloud(settings.cloud)

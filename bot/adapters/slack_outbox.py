@@ -21,8 +21,15 @@ pacing and Retry-After are kept.
 slack_sdk's own retry handlers must be off (`make_client` does that): with them on, a 429 or connection
 error would be retried twice over, once inside the call and again here.
 
-Left out for now: persisting the queue (e.g. in Redis) across restarts; a restarted bot re-renders its
-threads from the cluster instead, which makes lost edits harmless and lost replies rare.
+With a journal (`outbox_journal`), every queued write (reply, edit, ephemeral, DM) is kept in the store
+before the caller returns and dropped once Slack has it, so a killed bot's unsent writes are sent by its
+next run, or by another replica. A replayed reply or DM may have reached Slack just before the kill: it
+carries its key in the message's metadata, and its thread (or DM) is read first, once per replay, so a
+message found there is not posted again. A replayed edit older than one this run made is dropped (the
+newer edit wins, as it would have); an ephemeral cannot be read back, so a replayed one is sent again,
+which at worst shows it twice. The writes a caller waits for (`post`, `post_dm`, `upload`) are not kept:
+their callers keep their own journals (the run journal, the reaper's, the episode's message) and would
+send them a second time.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from typing import Any, Literal
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackRequestError
 
+from bot.adapters import outbox_journal
 from bot.core import backoff, errors
 
 logger = logging.getLogger(__name__)
@@ -56,6 +64,8 @@ BucketKey = tuple[str, str]
 IN_FLIGHT_CHECK_SECONDS = 0.05
 """How often a caller past its deadline looks again at a write that was on the wire at the deadline."""
 POST_MESSAGE = "chat.postMessage"
+REPLIES = "conversations.replies"
+HISTORY = "conversations.history"
 UPLOAD = "files.getUploadURLExternal"
 PUBLISH = "views.publish"
 TIER_PER_MINUTE: Mapping[str, int] = {
@@ -64,11 +74,15 @@ TIER_PER_MINUTE: Mapping[str, int] = {
     "conversations.open": 50,
     UPLOAD: 100,
     PUBLISH: 100,
+    REPLIES: 50,
+    HISTORY: 50,
 }
 """Slack's documented floors (Tier 3 = 50+/min, Tier 4 = 100+/min) per method per workspace. An upload's
 budget is files.getUploadURLExternal's, Tier 4 (docs.slack.dev/reference/methods/files.getUploadURLExternal);
 files.completeUploadExternal is Tier 4 too (…/files.completeUploadExternal) and is called exactly once per
-upload, so the one bucket paces both. views.publish is Tier 4 too (…/views.publish)."""
+upload, so the one bucket paces both. views.publish is Tier 4 too (…/views.publish). conversations.replies
+and conversations.history are Tier 3 for an app built for its own workspace (…/conversations.replies); they
+are read only when a replayed write is looked for."""
 NOT_FOUND_ERRORS = frozenset({"message_not_found", "user_not_found", "thread_not_found"})
 UNREACHABLE_ERRORS: Mapping[str, errors.Why] = {
     "not_in_channel": "not-member",
@@ -81,6 +95,14 @@ chat.postEphemeral answer `not_in_channel`, `is_archived` ("Channel has been arc
 `channel_not_found` (also for a private channel the bot is not in); chat.update answers `is_inactive` in
 an archived channel (docs.slack.dev/reference/methods/chat.postMessage, …/chat.update)."""
 SERVER_ERRORS = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
+JOURNALED: Mapping[str, Kind] = {"post": "post", "update": "update", "ephemeral": "ephemeral", "dm": "dm"}
+"""Queued writes the journal keeps, by name; a waited-for `post` or `dm` is not: its caller has the answer."""
+READ_PAGES = 5
+READ_PAGE_SIZE = 200
+"""A replay reads at most this much of a thread or DM (1,000 messages): a write queued before a kill is
+among the newest there."""
+EDITS_REMEMBERED = 10_000
+"""Messages whose last edit time this run remembers, to drop a replayed edit older than its own."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +137,10 @@ class OutboxCounters:
     """Edits replaced by a newer edit of the same message before they were sent."""
     failed: int = 0
     """Jobs dropped because Slack refused them for good (bad request, unknown channel or message)."""
+    replayed: int = 0
+    """Unsent writes of a stopped run (this replica's earlier run, or a gone replica's) queued again."""
+    found_sent: int = 0
+    """Replayed messages found in Slack already (sent just before the kill), so not posted again."""
 
 
 def make_client(token: str, *, base_url: str = "https://slack.com/api/", timeout: int = 30) -> WebClient:
@@ -199,6 +225,14 @@ class Job:
     """Set for blocking posts: resolved with the message ts, or failed with a taxonomy error."""
     in_flight: bool = False
     failures: int = 0
+    key: str = ""
+    """The idempotency key of a journaled write; '' when not journaled."""
+    held: bool = False
+    """Not sendable yet: the journal is still writing it down."""
+    verify: bool = False
+    """A replayed message that may have reached Slack before the kill: look for its key there first."""
+    batch: int = 0
+    """The replay it came from: one read of each thread serves a whole replay."""
 
 
 # -- the outbox -------------------------------------------------------------------------------------
@@ -211,7 +245,9 @@ class SlackOutbox:
         settings: OutboxSettings | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        journal: outbox_journal.OutboxJournal | None = None,
     ) -> None:
+        """`journal`: keep queued writes in the store until sent, and replay a stopped run's (see above)."""
         if client.retry_handlers:
             raise ValueError("the outbox retries itself: build the WebClient with retry_handlers=[]")
         self._client = client
@@ -226,8 +262,17 @@ class SlackOutbox:
         self._counts: collections.Counter[str] = collections.Counter()
         self._stopping = False
         self._abandoned = False
+        self._journal = journal
+        self._batches = itertools.count(1)
+        self._found: dict[tuple[int, str, str], dict[str, str]] = {}
+        """(replay, channel, thread ts or '') → the keys of gpubot's messages read there, to their ts."""
+        self._edited: collections.OrderedDict[Lane, float] = collections.OrderedDict()
+        """An edit lane → wall-clock time of this run's last edit sent in it."""
         self._worker = threading.Thread(target=self._run, name="slack-outbox", daemon=True)
         self._worker.start()
+        if journal is not None:
+            journal.start(on_beat=self.replay)
+            self.replay()
 
     # -- writing --------------------------------------------------------------------------------
     def open_view(self, trigger_id: str, view: dict[str, Any]) -> None:
@@ -330,9 +375,12 @@ class SlackOutbox:
         with self._cond:
             self._abandoned = True
             self._cond.notify_all()
+        if self._journal is not None:
+            self._journal.stop()
         left = self.depth()
         if left:
-            logger.warning("Slack outbox stopped with %s writes unsent", left)
+            kept = " (kept in the store for the next run)" if self._journal is not None else ""
+            logger.warning("Slack outbox stopped with %s writes unsent%s", left, kept)
 
     # -- queueing -------------------------------------------------------------------------------
     def _enqueue(
@@ -344,19 +392,98 @@ class SlackOutbox:
         *,
         coalesce: bool = False,
     ) -> Job:
-        """Append a job to its lane; with `coalesce`, overwrite the lane's unsent last job instead."""
+        """Append a job to its lane; with `coalesce`, overwrite the lane's unsent last job instead. A
+        journaled write is kept in the store before this returns, and is not sent before it is kept."""
+        journal = self._journal if result is None and kind in JOURNALED else None
+        key = journal.new_key() if journal is not None else ""
+        if key and kind in ("post", "dm"):
+            args = {**args, "metadata": outbox_journal.metadata(key)}
         with self._cond:
             if self._stopping:
                 raise errors.ChatUnavailable("the Slack outbox is stopped")
             queue = self._lanes.setdefault(lane, collections.deque())
             if coalesce and queue and not queue[-1].in_flight:
-                queue[-1].args = args
+                job = queue[-1]
+                job.args = args
                 self._counts["coalesced"] += 1
-                return queue[-1]
-            job = Job(kind, lane, next(self._seq), args, result)
-            queue.append(job)
-            self._cond.notify_all()
+            else:
+                job = Job(kind, lane, next(self._seq), args, result, key=key, held=bool(key))
+                queue.append(job)
+                self._cond.notify_all()
+        if journal is not None and job.key:
+            journal.keep(job.key, kind, lane, args)
+            self._release(job)
         return job
+
+    def _release(self, job: Job) -> None:
+        """The journal has it: the worker may send it."""
+        if job.held:
+            with self._cond:
+                job.held = False
+                self._cond.notify_all()
+
+    # -- replaying a stopped run's writes ---------------------------------------------------------
+    def replay(self) -> int:
+        """Queue again the journaled writes no live run sends: this replica's from before a restart and
+        those of a gone replica. Returns how many were queued."""
+        if self._journal is None:
+            return 0
+        with self._cond:  # reads of earlier replays are done with once none of their jobs is left
+            live = {job.batch for queue in self._lanes.values() for job in queue if job.verify}
+            self._found = {where: keys for where, keys in self._found.items() if where[0] in live}
+        batch = next(self._batches)
+        queued = 0
+        for entry in self._journal.left_over():
+            try:
+                queued += self._requeue(entry, batch)
+            except errors.ChatUnavailable:  # stopping: the entries stay kept for the next run
+                return queued
+        if queued:
+            logger.info("outbox: %s unsent Slack writes of a stopped run queued again", queued)
+        return queued
+
+    def _requeue(self, entry: outbox_journal.Entry, batch: int) -> int:
+        kind = JOURNALED.get(entry.kind)
+        if kind is None:
+            self._forget(entry.key)
+            return 0
+        lane = entry.lane
+        with self._cond:
+            if self._stopping:
+                raise errors.ChatUnavailable("the Slack outbox is stopped")
+            dropped = self._superseded(kind, entry, batch)
+            if dropped is None:
+                verify = kind in ("post", "dm")
+                job = Job(kind, lane, next(self._seq), entry.args, key=entry.key, verify=verify, batch=batch)
+                self._lanes.setdefault(lane, collections.deque()).append(job)
+                self._counts["replayed"] += 1
+                self._cond.notify_all()
+        if dropped is not None:
+            self._forget(dropped)
+            return 0
+        return 1
+
+    def _superseded(self, kind: Kind, entry: outbox_journal.Entry, batch: int) -> str | None:
+        """For a replayed edit, the key of the edit it makes needless: itself when this run has edited the
+        message since (or has an edit of it queued), the older replayed edit it replaces; None when it is
+        simply queued. Entries come oldest first. Caller holds the lock."""
+        if kind != "update":
+            return None
+        if self._edited.get(entry.lane, 0.0) > entry.at:
+            return entry.key
+        queue = self._lanes.get(entry.lane)
+        if not queue:
+            return None
+        last = queue[-1]
+        if last.batch != batch or last.in_flight:
+            return entry.key
+        older, last.key, last.args = last.key, entry.key, entry.args
+        self._counts["coalesced"] += 1
+        return older
+
+    def _forget(self, key: str) -> None:
+        if self._journal is not None and key:
+            self._journal.forget(key)
 
     def _wait(self, job: Job, result: Future[str], timeout: float | None, what: str) -> str:
         wait = self._settings.post_timeout_seconds if timeout is None else timeout
@@ -405,6 +532,8 @@ class SlackOutbox:
                 best: tuple[float, int, Job] | None = None
                 for queue in self._lanes.values():
                     head = queue[0]
+                    if head.held:
+                        continue
                     ready = max(self._lane_paused_until.get(head.lane, 0.0), self._ready_at(head, now))
                     if best is None or (ready, head.seq) < best[:2]:
                         best = (ready, head.seq, head)
@@ -427,6 +556,16 @@ class SlackOutbox:
             self._finish(job)
             if job.result is not None:
                 job.result.set_result(ts)
+            if job.kind == "update":
+                self._remember_edit(job.lane)
+        self._forget(job.key)
+
+    def _remember_edit(self, lane: Lane) -> None:
+        """Caller holds the lock."""
+        self._edited[lane] = time.time()
+        self._edited.move_to_end(lane)
+        if len(self._edited) > EDITS_REMEMBERED:
+            self._edited.popitem(last=False)
 
     def _send(self, job: Job) -> str:
         """One Web API call (two for a DM's first message); returns the ts Slack gave."""
@@ -440,12 +579,76 @@ class SlackOutbox:
             return self._send_upload(job)
         if job.kind == "publish":
             return str(self._client.views_publish(**job.args)["view"]["id"])
+        if job.verify and (ts := self._sent_before(job, str(job.args["channel"]), job.args.get("thread_ts"))):
+            return ts
         return str(self._client.chat_postMessage(**job.args)["ts"])
 
     def _send_dm(self, job: Job) -> str:
         args = dict(job.args)
-        args["channel"] = self._dm_channel(args.pop("user"), then=POST_MESSAGE)
+        args["channel"] = self._dm_channel(args.pop("user"), then=HISTORY if job.verify else POST_MESSAGE)
+        if job.verify and (ts := self._sent_before(job, args["channel"], None)):
+            return ts
         return str(self._client.chat_postMessage(**args)["ts"])
+
+    def _sent_before(self, job: Job, channel: str, thread_ts: str | None) -> str:
+        """The ts of this replayed message if Slack has it already; read once per thread and replay. The job
+        was picked on the read's budget, and pays chat.postMessage's as well."""
+        where = (job.batch, channel, thread_ts or "")
+        found = self._found.get(where)
+        if found is None:
+            found = self._read_or_nothing(channel, thread_ts)
+            with self._cond:
+                self._found[where] = found
+                self._counts["sent"] += 1
+                self._bucket(POST_MESSAGE, channel).take(self._clock())
+        job.verify = False
+        ts = found.get(job.key, "")
+        if ts:
+            with self._cond:
+                self._counts["found_sent"] += 1
+            logger.info(
+                "outbox: a replayed message to %s was sent before the restart; not sent again", channel
+            )
+        return ts
+
+    def _read_or_nothing(self, channel: str, thread_ts: str | None) -> dict[str, str]:
+        """The keys read, or none when Slack will not let us read there (an app installed without the
+        history scopes: `missing_scope`): the message is then sent again rather than lost."""
+        try:
+            return self._read_keys(channel, thread_ts)
+        except SlackApiError as err:
+            failure = convert(err)
+            if isinstance(failure, errors.RateLimited | errors.Unavailable | errors.Unreachable):
+                raise  # retried, or dropped as the post itself would be
+            logger.warning(
+                "outbox: cannot read %s to look for a replayed message (%s); sending it", channel, failure
+            )
+            return {}
+
+    def _read_keys(self, channel: str, thread_ts: str | None) -> dict[str, str]:
+        """gpubot's journaled messages in a thread (conversations.replies) or a DM (conversations.history),
+        newest pages first, with their metadata (`include_all_metadata`, off by default)."""
+        found: dict[str, str] = {}
+        cursor = ""
+        for _ in range(READ_PAGES):
+            common: dict[str, Any] = {
+                "channel": channel,
+                "include_all_metadata": True,
+                "limit": READ_PAGE_SIZE,
+            }
+            if cursor:
+                common["cursor"] = cursor
+            if thread_ts:
+                answer = self._client.conversations_replies(ts=thread_ts, **common)
+            else:
+                answer = self._client.conversations_history(**common)
+            for message in answer.get("messages") or []:
+                if key := outbox_journal.key_of(message):
+                    found[key] = str(message.get("ts", ""))
+            cursor = str((answer.get("response_metadata") or {}).get("next_cursor") or "")
+            if not cursor:
+                break
+        return found
 
     def _send_upload(self, job: Job) -> str:
         args = job.args
@@ -485,6 +688,7 @@ class SlackOutbox:
             self._finish(job)
             if job.result is not None:
                 job.result.set_exception(err)
+        self._forget(job.key)
         logger.error("Slack refused %s to %s for good: %s", job.kind, _target(job), err)
 
     def _schedule_retry(self, job: Job, err: errors.GpubotError) -> None:
@@ -525,8 +729,13 @@ class SlackOutbox:
             channel = self._dm_channels.get(str(job.args["user"]))
             if not channel:
                 return ("conversations.open", "")
+            if job.verify and (job.batch, channel, "") not in self._found:
+                return (HISTORY, "")
             return (POST_MESSAGE, channel) if job.kind == "dm" else (UPLOAD, "")
-        return (POST_MESSAGE, str(job.args["channel"]))
+        channel = str(job.args["channel"])
+        if job.verify and (job.batch, channel, str(job.args.get("thread_ts") or "")) not in self._found:
+            return (REPLIES, "")
+        return (POST_MESSAGE, channel)
 
     def _bucket(self, method: str, channel: str) -> Bucket:
         key = (method, channel)

@@ -91,11 +91,13 @@ class RedisStore:
             return None
         return {_text(k): float(v) for k, v in raw.items()}
 
-    def put(self, table: str, key: str, value: str) -> None:
+    def put(self, table: str, key: str, value: str) -> bool:
         try:
             self._redis.hset(self._prefix + table, key, value)
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); %s %s not kept", err, table, key)
+            return False
+        return True
 
     def drop(self, table: str, key: str) -> None:
         try:
@@ -178,9 +180,10 @@ class MemoryStore:
         with self._lock:
             return list(self._series.get(series, []))
 
-    def put(self, table: str, key: str, value: str) -> None:
+    def put(self, table: str, key: str, value: str) -> bool:
         with self._lock:
             self._tables.setdefault(table, {})[key] = value
+        return True
 
     def drop(self, table: str, key: str) -> None:
         with self._lock:

@@ -144,8 +144,9 @@ class Store(Protocol):
         """A table's running totals; {} when there are none, None when the store cannot say (it is down)."""
         ...
 
-    def put(self, table: str, key: str, value: str) -> None:
-        """Keep `value` under `key` in `table` until dropped (e.g. requests accepted, pods not made yet)."""
+    def put(self, table: str, key: str, value: str) -> bool:
+        """Keep `value` under `key` in `table` until dropped (e.g. requests accepted, pods not made yet).
+        False when it could not be kept (the store is down): a caller whose promise rests on it says so."""
         ...
 
     def drop(self, table: str, key: str) -> None: ...

@@ -40,6 +40,12 @@ from bot.services import pending, recent, reservations
 logger = logging.getLogger(__name__)
 audit_logger = logging.getLogger("gpubot.audit")
 
+UNTRACKED = (
+    "Not started: gpubot cannot keep track of new runs right now (its store is down); nothing was made."
+    " Try again in a minute."
+)
+"""A run refused as the store cannot journal it: started anyway, a restart before its pod would lose it."""
+
 
 @dataclass(frozen=True)
 class LaunchSettings:
@@ -152,6 +158,9 @@ class Launcher:
         `answer`: the asker's private answer where the bot cannot post (the command's response_url)."""
         if isinstance(command, models.RunRequest):
             accepted = self._journal.accept(request_id, command, owner, channel, self._clock())
+            if accepted is None:
+                self._refuse_untracked(channel, owner.user_id, answer)
+                return
             self._carry_out(command, accepted, answer)
             return
         outcome: ports.CommandOutcome = "failed"  # stays so when the cluster fails on the way
@@ -356,6 +365,13 @@ class Launcher:
             if existing is not None and existing.thread_ts == thread_ts:
                 return existing
             raise
+
+    def _refuse_untracked(self, channel: str, user: str, answer: ports.Answer | None) -> None:
+        """The store is down: a run it cannot journal would be lost to a restart before its pod exists."""
+        logger.warning("run for %s in %s refused: the store cannot journal it", user, channel)
+        if answer is None or not answer(UNTRACKED):
+            self._chat.ephemeral(channel, user, notices.Ephemeral(UNTRACKED))
+        self._telemetry.count_command("run", "refused")
 
     def _refuse_unreachable(
         self, channel: str, user: str, err: errors.Unreachable, answer: ports.Answer | None

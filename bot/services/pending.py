@@ -4,7 +4,8 @@ Slack never sends an acked slash command again, so a bot killed between the ack 
 lose the request; this journal is what a restarted bot carries out instead. Each entry names the replica
 that accepted it: a replica resumes its own entries when it starts (it is their only owner, and it is not
 handling anything yet), and the leader resumes another replica's once they are old enough for that
-replica to be gone. With the store down nothing is journaled, and such a request is lost as before.
+replica to be gone. With the store down a run cannot be journaled, so it is refused before anything is
+made (`accept` says None), rather than started with nothing to carry it across a restart.
 """
 
 from __future__ import annotations
@@ -89,10 +90,10 @@ class Journal:
 
     def accept(
         self, request_id: str, run: models.RunRequest, owner: models.Owner, channel: str, now: datetime
-    ) -> PendingRun:
+    ) -> PendingRun | None:
+        """The run, journaled; None when the store could not keep it (it is down)."""
         pending = PendingRun(request_id, self.replica, now, run.text, owner, channel)
-        self._keep(pending)
-        return pending
+        return pending if self._keep(pending) else None
 
     def posted(self, pending: PendingRun, thread_ts: str) -> PendingRun:
         """The thread root is out: a resumed run must use it, not post another."""
@@ -121,6 +122,7 @@ class Journal:
                 found.append(pending)
         return found
 
-    def _keep(self, pending: PendingRun) -> None:
+    def _keep(self, pending: PendingRun) -> bool:
         if self._store is not None and pending.request_id:
-            self._store.put(TABLE, pending.request_id, pending.to_json())
+            return self._store.put(TABLE, pending.request_id, pending.to_json())
+        return True

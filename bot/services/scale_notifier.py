@@ -16,7 +16,9 @@ Which gpubot pods are where comes from `held_workloads` at tick time (the tracke
 tick costs the API nothing), and only while an episode has nodes up: the event and node callbacks feeding
 this notifier cannot tell when a pod's container simply exited. The pods on the pool's nodes (anyone's)
 and the autoscaler's status are read only once that wait is over, and the answer edits the episode's
-message once.
+message once. When the wait began (the last tick that saw gpubot on the pool) is kept in the store by
+pool, so a restarted or new leader, which rebuilds the pool's nodes and gpubot's pods from Kubernetes,
+goes on waiting from then rather than starting the wait again.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ FindWorkload = Callable[[str, str], workloads.Workload | None]
 OWNER_EVENTS = frozenset({"TriggeredScaleUp", "NotTriggerScaleUp"})
 MESSAGE_MEMORY_SECONDS = 7 * 24 * 3600
 """How long the store remembers an episode's message; episodes last hours at most."""
+WAIT_MEMORY_SECONDS = 24 * 3600
+"""How long the store remembers when a pool's wait to drain began: a pool up a day after gpubot left it
+was asked about long before."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,8 @@ class ScaleNotifier:
         """Episode key → the last tick that saw a gpubot pod on (or waiting for) its pool, else the first."""
         self._why: dict[str, str] = {}
         """Episode key → why its pool is not draining, as the message shows it."""
+        self._waits_kept: dict[str, str] = {}
+        """Episode key → its pool, for each wait to drain this replica keeps in the store."""
 
     # -- reading ---------------------------------------------------------------------------------
     def current_episodes(self) -> dict[str, episodes.Episode]:
@@ -159,38 +166,46 @@ class ScaleNotifier:
             return
         with self._lock:
             watched = {
-                e.key: (e.pool, sorted(self._state.pool(e.pool).present))
+                e.key: (e, sorted(self._state.pool(e.pool).present))
                 for e in self._state.open_episodes()
                 if self._state.pool(e.pool).present
             }
-            for done in (self._occupied_at.keys() | self._why.keys()) - watched.keys():
+            for done in (
+                self._occupied_at.keys() | self._why.keys() | self._waits_kept.keys()
+            ) - watched.keys():
                 self._occupied_at.pop(done, None)
                 self._why.pop(done, None)
+                self._forget_wait(done)
         if not watched:
             return
         held = list(held_workloads())
         now = self._clock()
-        for key, (pool, nodes) in watched.items():
-            self._check_drain(cluster, key, pool, nodes, held=held, now=now)
+        for episode, nodes in watched.values():
+            self._check_drain(cluster, episode, nodes, held=held, now=now)
 
     def _check_drain(
         self,
         cluster: ports.Cluster,
-        key: str,
-        pool: str,
+        episode: episodes.Episode,
         nodes: list[str],
         *,
         held: list[workloads.Workload],
         now: datetime,
     ) -> None:
+        key, pool = episode.key, episode.pool
         if occupies(held, nodes):
             with self._lock:
+                if key not in self._occupied_at:  # a wait a stopped leader kept is over too
+                    self._waits_kept.setdefault(key, pool)
                 self._occupied_at[key] = now
+                self._forget_wait(key)
                 if self._why.pop(key, None) is not None:
                     self._republish(key)  # gpubot uses the pool again: the question no longer stands
             return
         with self._lock:
-            since = self._occupied_at.setdefault(key, now)
+            since = self._occupied_at.get(key) or self._recall_wait(episode) or now
+            self._occupied_at[key] = since
+            self._keep_wait(key, pool, since)
             if key in self._why or now - since < self._drain_expected:
                 return
         try:
@@ -212,6 +227,35 @@ class ScaleNotifier:
         reasons = drain.diagnose(pool, nodes=facts, pods=pods, status_text=status_text, min_size=min_size)
         logger.info("%s not draining: %s", pool, ", ".join(r.cause.value for r in reasons))
         return drain.describe(pool, reasons, nodes=len(nodes), idle=idle)
+
+    # -- the wait kept in the store, so a restart goes on with it --------------------------------------
+    def _wait_key(self, pool: str) -> str:
+        return f"drain-since:{self._channel}:{pool}"
+
+    def _recall_wait(self, episode: episodes.Episode) -> datetime | None:
+        """When the pool's wait began, as the leader before this one (or this one before a restart) kept
+        it; a wait from before this episode began is an earlier episode's, left by a leader killed then.
+        An episode a restart opened began at the restart, so its wait may be older."""
+        if self._store is None:
+            return None
+        kept = self._store.recall(self._wait_key(episode.pool))
+        since = podspec.parse_time(kept) if kept else None
+        if since is None or (since < episode.started_at and not episode.resumed):
+            return None
+        return since
+
+    def _keep_wait(self, key: str, pool: str, since: datetime) -> None:
+        """Once per wait: its start, for whoever leads next. Caller holds the lock."""
+        if self._store is None or key in self._waits_kept:
+            return
+        self._store.remember(self._wait_key(pool), podspec.format_time(since), WAIT_MEMORY_SECONDS)
+        self._waits_kept[key] = pool
+
+    def _forget_wait(self, key: str) -> None:
+        """The wait is over (gpubot is back on the pool, or the episode ended). Caller holds the lock."""
+        pool = self._waits_kept.pop(key, None)
+        if self._store is not None and pool is not None:
+            self._store.remember(self._wait_key(pool), "", 1)
 
     def _republish(self, key: str) -> None:
         for episode in self._state.open_episodes():

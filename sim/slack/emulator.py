@@ -55,6 +55,9 @@ class SlackConfig:
     """files.getUploadURLExternal answers file_upload_size_restricted above this `length`."""
     home_tab_enabled: bool = True
     """The manifest's `features.app_home.home_tab_enabled` (deploy/slack-app-manifest.yaml turns it on)."""
+    bot_scopes: frozenset[str] | None = None
+    """The bot token's scopes; None grants every scope. Only conversations.history and .replies check them
+    (an app installed before it asked for the history scopes answers `missing_scope` there)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class SlackEmulator:
             max_file_bytes=self.config.max_file_bytes,
             later=self._later,
             home_tab_enabled=self.config.home_tab_enabled,
+            bot_scopes=self.config.bot_scopes,
         )
         self.users = SimulatedUsers(
             self.workspace,

@@ -43,6 +43,8 @@ class Context:
     home_tab_enabled: bool = True
     """The app's manifest turns the Home tab on (`features.app_home.home_tab_enabled`); off, views.publish
     answers `not_enabled`."""
+    bot_scopes: frozenset[str] | None = None
+    """The bot token's scopes (`SlackConfig.bot_scopes`); None grants every one."""
     later: Callable[[float, Callable[[], None]], None] = lambda delay, action: None
     """Run `action` after `delay` wall seconds on the emulator's loop (chat.scheduleMessage)."""
 
@@ -274,24 +276,45 @@ def conversations_info(ctx: Context, params: Params) -> Json:
     return {"channel": channel.to_api()}
 
 
+def history_scope_checked(ctx: Context, channel_id: str) -> None:
+    """conversations.history and .replies need the history scope of the conversation's type
+    (docs.slack.dev/reference/methods/conversations.history: channels:history, groups:history, im:history,
+    mpim:history); without it Slack answers `missing_scope` with the scope `needed` and those `provided`."""
+    if ctx.bot_scopes is None:
+        return
+    channel = ctx.workspace.channels[channel_id]
+    needed = "im:history" if channel.is_im else "groups:history" if channel.private else "channels:history"
+    if needed not in ctx.bot_scopes:
+        raise SlackError("missing_scope", needed=needed, provided=",".join(sorted(ctx.bot_scopes)))
+
+
 def conversations_history(ctx: Context, params: Params) -> Json:
-    ident = ctx.workspace.identity
     channel_id = channel_param(ctx, params)
+    history_scope_checked(ctx, channel_id)
     limit = int(params.get("limit") or 100)
     listed = ctx.workspace.history(channel_id)
-    return {
-        "messages": [m.to_api(ident.team_id, ident.app_id) for m in listed[:limit]],
-        "has_more": len(listed) > limit,
-    }
+    return {"messages": listed_messages(ctx, params, listed[:limit]), "has_more": len(listed) > limit}
 
 
 def conversations_replies(ctx: Context, params: Params) -> Json:
-    ident = ctx.workspace.identity
     channel_id = channel_param(ctx, params)
+    history_scope_checked(ctx, channel_id)
     thread = ctx.workspace.thread_of(channel_id, text_param(params, "ts"))
     if not thread:
         raise SlackError("thread_not_found")
-    return {"messages": [m.to_api(ident.team_id, ident.app_id) for m in thread], "has_more": False}
+    return {"messages": listed_messages(ctx, params, thread), "has_more": False}
+
+
+def listed_messages(ctx: Context, params: Params, messages: list[Message]) -> list[Json]:
+    """Messages as conversations.history and .replies list them: a message's `metadata` only when asked
+    with `include_all_metadata` ("Return all metadata associated with messages. Defaults to false.",
+    docs.slack.dev/reference/methods/conversations.history, …/conversations.replies)."""
+    ident = ctx.workspace.identity
+    listed = [m.to_api(ident.team_id, ident.app_id) for m in messages]
+    if not flag_param(params, "include_all_metadata"):
+        for message in listed:
+            message.pop("metadata", None)
+    return listed
 
 
 def users_info(ctx: Context, params: Params) -> Json:

@@ -17,12 +17,18 @@ from handlers import gpu, home
 from tests.deploy import chart
 
 MANIFEST = chart.ROOT / "deploy" / "slack-app-manifest.yaml"
-SCOPE_OF_METHOD = {
+HISTORY_SCOPES = ("channels:history", "groups:history", "im:history")
+"""conversations.replies and .history need the history scope of the conversation's type (public channel,
+private channel, DM; docs.slack.dev/reference/methods/conversations.replies); gpubot reads threads in its
+channels and its DMs, never group DMs."""
+SCOPE_OF_METHOD: dict[str, str | tuple[str, ...] | None] = {
     "chat_postMessage": "chat:write",
     "chat_update": "chat:write",
     "chat_postEphemeral": "chat:write",
     "chat_delete": "chat:write",
     "conversations_open": "im:write",
+    "conversations_replies": HISTORY_SCOPES,
+    "conversations_history": HISTORY_SCOPES,
     "files_upload_v2": "files:write",
     "users_info": "users:read",
     "views_publish": None,
@@ -53,7 +59,10 @@ def test_the_bot_scopes_are_exactly_what_the_code_calls_plus_commands() -> None:
     called = web_api_methods_called()
     unknown = called - set(SCOPE_OF_METHOD)
     assert not unknown, f"the code calls {sorted(unknown)}: add each with its scope to SCOPE_OF_METHOD"
-    needed = {SCOPE_OF_METHOD[method] for method in called} - {None} | {"commands"}
+    needed = {"commands"}
+    for method in called:
+        scopes = SCOPE_OF_METHOD[method]
+        needed |= {scopes} if isinstance(scopes, str) else set(scopes or ())
     assert set(manifest()["oauth_config"]["scopes"]["bot"]) == needed
     assert "user" not in manifest()["oauth_config"]["scopes"], "gpubot acts as its bot user only"
 

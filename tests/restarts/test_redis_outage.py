@@ -10,6 +10,7 @@ import pytest
 
 from sim.cluster import world
 from sim.slack.deliveries import Delivery
+from sim.slack.ratelimits import FaultConfig
 from sim.slack.runner import BackgroundSlack
 from sim.slack.transcript import DEFAULT_USERS
 from tests.integration.botkit import CUDA, RUN, advance_until, step_reached
@@ -129,16 +130,13 @@ def test_redis_down_for_a_minute_commands_work_or_say_what_is_missing(
 
     own_redis.stop()
     down_since = time.monotonic()
-    bob = slack.type_command("U_BOB", "C_GPU", "/gpu", BOB_RUN)
-    assert bob.acked and "Requesting 1 GPU" in str(bob.ack_payload)
-    processes.wait(lambda: len(pods.created) == 2 and len(ledger.roots(slack)) == 2, what="bob's thread")
-    advance_until(sim, slack, lambda: "Running on" in thread_of(slack, "U_BOB")["text"])
+    refused_run(slack, pods)
     slack.type_command("U_ALICE", "C_GPU", "/gpu", "status")
     report = processes.wait(lambda: ephemeral(slack, "U_ALICE", "Your workloads"), what="the status")
     assert "$0" not in report[0]["text"].split("GPU pools")[0]
     assert "unknown" in report[0]["text"] and "Redis" in report[0]["text"], report[0]["text"]
-    assert slack.click_button("U_BOB", "C_GPU", thread_of(slack, "U_BOB")["ts"], "gpubot_extend").acked
-    processes.wait(lambda: ledger.replies(slack, thread_of(slack, "U_BOB"), "Extended by"), what="extended")
+    assert slack.click_button("U_ALICE", "C_GPU", thread_of(slack, "U_ALICE")["ts"], "gpubot_extend").acked
+    processes.wait(lambda: ledger.replies(slack, thread_of(slack, "U_ALICE"), "Extended by"), what="extended")
     bot.kill()  # a bot that starts while Redis is down still resumes every thread
     bot.start()
     processes.wait(lambda: time.monotonic() - down_since >= OUTAGE_SECONDS, timeout=2 * OUTAGE_SECONDS)
@@ -146,6 +144,44 @@ def test_redis_down_for_a_minute_commands_work_or_say_what_is_missing(
 
     again = slack.type_command("U_ALICE", "C_GPU", "/gpu", "status")
     assert again.acked
+    slack.type_command("U_BOB", "C_GPU", "/gpu", BOB_RUN)  # a minute later, as the refusal said
+    processes.wait(lambda: len(pods.created) == 2 and len(ledger.roots(slack)) == 2, what="bob's thread")
     release_all(sim, slack, pods)
     pool_back_at_zero(sim, slack)
     assert_nothing_lost(pods, slack)
+
+
+def refused_run(slack: BackgroundSlack, pods: ledger.PodLedger) -> None:
+    """Bob's run while Redis is down: refused before anything is made, as it could not be journaled."""
+    bob = slack.type_command("U_BOB", "C_GPU", "/gpu", BOB_RUN)
+    assert bob.acked
+    processes.wait(lambda: ephemeral(slack, "U_BOB", "cannot keep track of new runs"), what="the refusal")
+    assert len(pods.created) == 1 and len(ledger.roots(slack)) == 1
+
+
+def test_killed_with_redis_down_after_a_run_was_typed_no_run_is_lost(
+    sim: world.BackgroundWorld,
+    slack: BackgroundSlack,
+    bots: BotFactory,
+    own_redis: processes.RedisServer,
+) -> None:
+    """The run journal is in Redis: a run typed while it is down would have nothing to carry it across a
+    kill before its pod exists (Slack refusing posts holds such a run in its root's post, where the kill
+    lands). It is refused instead, so each run typed is a pod and a thread, or told it was not started."""
+    pods = ledger.pod_ledger(sim)
+    bot = bots()
+    bot.start()
+    slack.type_command("U_ALICE", "C_GPU", "/gpu", RUN)
+    advance_until(sim, slack, step_reached(slack, "Running"))
+    own_redis.stop()
+    slack.set_faults(FaultConfig(rate=1.0, statuses=(503,), methods=frozenset({"chat.postMessage"})))
+    refused_run(slack, pods)
+    bot.kill()
+    slack.set_faults(FaultConfig())
+    own_redis.start()
+    bot.start()
+
+    advance_until(sim, slack, lambda: "Running on" in thread_of(slack, "U_ALICE")["text"])
+    told = ephemeral(slack, "U_BOB", "cannot keep track of new runs")
+    assert len(told) == 1 and "Try again in a minute" in told[0]["text"]
+    assert len(pods.created) == 1 and len(ledger.roots(slack)) == 1, "bob's run: refused, so nothing to lose"

@@ -96,6 +96,35 @@ def test_unknown_tokens_are_refused(slack: BackgroundSlack, token: str, error: s
     assert api_error(bad.auth_test).response["error"] == error
 
 
+def test_message_metadata_is_listed_only_when_asked_for(client: WebClient) -> None:
+    """docs.slack.dev/reference/methods/conversations.history, …/conversations.replies: include_all_metadata
+    "Return all metadata associated with messages. Defaults to false." """
+    metadata = {"event_type": "task_created", "event_payload": {"id": "TK-1"}}
+    parent = client.chat_postMessage(channel="C_GPU", text="Job 42 queued", metadata=metadata)
+    client.chat_postMessage(channel="C_GPU", text="node ready", thread_ts=parent["ts"], metadata=metadata)
+    plain = client.conversations_replies(channel="C_GPU", ts=parent["ts"])["messages"]
+    asked = client.conversations_replies(channel="C_GPU", ts=parent["ts"], include_all_metadata=True)
+    assert [m.get("metadata") for m in plain] == [None, None]
+    assert [m.get("metadata") for m in asked["messages"]] == [metadata, metadata]
+    history = client.conversations_history(channel="C_GPU", include_all_metadata=True)["messages"]
+    assert [m.get("metadata") for m in history] == [metadata]
+    assert "metadata" not in client.conversations_history(channel="C_GPU")["messages"][0]
+
+
+def test_reading_history_without_its_scope_is_missing_scope() -> None:
+    with start(bot_scopes=frozenset({"chat:write", "im:write"})) as slack:
+        client = WebClient(token=slack.bot_token, base_url=slack.api_url)
+        parent = client.chat_postMessage(channel="C_GPU", text="Job 42 queued")
+        refused = api_error(lambda: client.conversations_replies(channel="C_GPU", ts=parent["ts"])).response
+        assert (refused["error"], refused["needed"], refused["provided"]) == (
+            "missing_scope",
+            "channels:history",
+            "chat:write,im:write",
+        )
+        dm = client.conversations_open(users="U_ALICE")["channel"]["id"]
+        assert api_error(lambda: client.conversations_history(channel=dm)).response["needed"] == "im:history"
+
+
 def test_post_message_and_thread_reply(slack: BackgroundSlack, client: WebClient) -> None:
     parent = client.chat_postMessage(channel="C_GPU", text="Job 42 queued", blocks=BUTTONS)
     reply = client.chat_postMessage(channel="C_GPU", text="node ready", thread_ts=parent["ts"])
