@@ -15,7 +15,7 @@ from typing import Any
 import redis
 from kubernetes import client
 
-from bot import app
+from bot import runtime
 from bot.core import drain
 from sim.cluster import world
 from sim.slack.ratelimits import FaultConfig
@@ -98,14 +98,14 @@ def test_a_pools_wait_to_drain_goes_on_across_a_restart(
     advance_until(sim, slack, lambda: not pods.live)
     core.create_namespaced_pod("default", notebook(node, {drain.SAFE_TO_EVICT: "false"}))
     wait_started = lambda: own_redis.keys(f"gpubot:drain-since:C_OPS:{POOL}")  # noqa: E731
-    processes.wait(wait_started, timeout=2 * app.TICK_SECONDS, what="the wait kept")
+    processes.wait(wait_started, timeout=2 * runtime.TICK_SECONDS, what="the wait kept")
     sim.advance(600)
     bot.kill()
     sim.advance(360)
 
     bot.start()
     why = processes.wait(
-        said_why(slack, "default/notebook"), timeout=3 * app.TICK_SECONDS, what="the question"
+        said_why(slack, "default/notebook"), timeout=3 * runtime.TICK_SECONDS, what="the question"
     )
     assert [node] == pool_nodes(sim)
     assert "16m" in why or "17m" in why, (
