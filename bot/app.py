@@ -149,6 +149,19 @@ def build(
         policy=settings.reaper_policy(),
         find_url=url_finder.look,
     )
+    warmer = warm_service.Warmer(
+        pool_manager,
+        cluster,
+        chat,
+        cloud=pools.Cloud(settings.cloud.provider) if settings.cloud.provider else None,
+        configured=settings.warm.schedules,
+        configmap=settings.warm.configmap,
+        channel=slack.scale_channel,
+        policy=settings.policy(),
+        profiles=catalog.profiles.values(),
+        clock=clock,
+        on_change=lambda: bot.warm_changed(),
+    )
     run_launcher = launcher.Launcher(
         cluster,
         chat,
@@ -158,6 +171,7 @@ def build(
         store=kept,
         telemetry=telemetry,
         replica=settings.leader.identity,
+        warm_lines=warmer.lines,
     )
     services = Services(
         launcher=run_launcher,
@@ -166,19 +180,7 @@ def build(
         logs=logs_service.Logs(cluster, chat, lease_service, fits=slack_render.code_block_fits),
         tracker=workload_tracker,
         store=kept,
-        warmer=warm_service.Warmer(
-            pool_manager,
-            cluster,
-            chat,
-            cloud=pools.Cloud(settings.cloud.provider) if settings.cloud.provider else None,
-            configured=settings.warm.schedules,
-            configmap=settings.warm.configmap,
-            channel=slack.scale_channel,
-            policy=settings.policy(),
-            profiles=catalog.profiles.values(),
-            clock=clock,
-            on_change=lambda: bot.warm_changed(),
-        ),
+        warmer=warmer,
         doctor=doctor_service.SlackDoctor(
             doctor_service.Request(
                 namespace=settings.cluster.namespace,
@@ -272,11 +274,6 @@ def build(
         url_finder=url_finder,
     )
     telemetry.watch(outbox=outbox, leading=lambda: bot.leading)
-    if services.warmer is not None:
-        # The launcher's and the Home's constructors take no warm lines yet (bot/services, another change).
-        services.launcher.warm_lines = services.warmer.lines
-        if services.home is not None:
-            services.home.warm_lines = services.warmer.lines
     return bot
 
 
@@ -294,8 +291,15 @@ def with_home(
     spending = spend.Spending(
         kept, chat, held=tracked.held_runs, names=tracked.names, admins=admins, clock=clock
     )
+    warm_lines = services.warmer.lines if services.warmer is not None else None
     app_home = home.AppHome(
-        cluster, chat, spending, profiles=profiles, waiting=tracked.waiting_in_line, clock=clock
+        cluster,
+        chat,
+        spending,
+        profiles=profiles,
+        waiting=tracked.waiting_in_line,
+        clock=clock,
+        warm_lines=warm_lines,
     )
     return dataclasses.replace(services, spending=spending, home=app_home)
 

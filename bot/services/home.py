@@ -38,6 +38,7 @@ class AppHome:
         profiles: Mapping[str, models.GpuProfile],
         waiting: Callable[[], dict[str, int]],
         clock: Callable[[], datetime],
+        warm_lines: Callable[[datetime], list[str]] | None = None,
     ) -> None:
         """`waiting`: profile → workloads in its pool's line now (the tracker's view)."""
         self._cluster = cluster
@@ -46,7 +47,7 @@ class AppHome:
         self._profiles = profiles
         self._waiting = waiting
         self._clock = clock
-        self.warm_lines: Callable[[datetime], list[str]] | None = None
+        self.warm_lines = warm_lines
         """The warm schedules' lines, when the root wired them."""
 
     def publish(self, user: str) -> notices.Home:

@@ -127,6 +127,7 @@ class Launcher:
         store: ports.Store | None = None,
         telemetry: ports.Telemetry = ports.NO_TELEMETRY,
         replica: str = "",
+        warm_lines: Callable[[datetime], list[str]] | None = None,
     ) -> None:
         """`store` holds each user's spend today, which `/gpu status` shows, and the runs in flight;
         `replica` names this replica in that journal; `ledger` holds the quota's reservations, shared by
@@ -137,8 +138,8 @@ class Launcher:
         self._settings = settings
         self._store = store
         self._clock = clock
-        self.warm_lines: Callable[[datetime], list[str]] | None = None
-        """The warm schedules' lines for `/gpu status`, when the root wired them."""
+        self.warm_lines = warm_lines
+        """The warm schedules' lines for `/gpu status`, when there are warm schedules."""
         self._journal = pending.Journal(store, replica=replica)
         self._ledger = ledger
 
