@@ -21,6 +21,7 @@ from typing import Any
 import boto3
 import botocore.exceptions
 
+from bot.adapters import cloud_waits
 from bot.core import errors, labels, machines, operations, pools, taints
 from bot.settings import CloudSettings
 
@@ -243,7 +244,7 @@ class EksPools:
             if update.get("status") != "InProgress":
                 break
             pending = operations.Pending(operations.Change.RESIZE, "EKS", name, "InProgress", check)
-            self.pause(pending, started, attempt, watch)
+            cloud_waits.pause(self.settings, pending, started, attempt, watch)
             attempt += 1
         if update.get("status") != "Successful":
             reasons = "; ".join(str(e.get("errorMessage", "")) for e in update.get("errors") or [])
@@ -251,17 +252,6 @@ class EksPools:
             raise errors.OperationFailed(
                 operations.failed_text(operations.Change.RESIZE, "EKS", name, reason, check)
             )
-
-    def pause(
-        self, pending: operations.Pending, started: float, attempt: int, watch: operations.Watch | None
-    ) -> None:
-        """Between two looks: give up past the timeout, else tell the watch and sleep."""
-        waited = time.monotonic() - started
-        if waited > self.settings.timeout_seconds:
-            raise errors.StillRunning(operations.timeout_text(pending, waited))
-        if watch is not None:
-            watch(pending)
-        time.sleep(operations.next_delay(attempt, self.settings.poll_seconds))
 
     def wait_nodegroup(
         self, waiter_name: str, change: operations.Change, name: str, watch: operations.Watch | None
@@ -281,7 +271,9 @@ class EksPools:
                 if err.kwargs.get("reason") != "Max attempts exceeded":
                     raise self.waiter_failure(change, name, err, found, check) from err
             status = str(found.get("status", "")) or "waiting"
-            self.pause(operations.Pending(change, "EKS", name, status, check), started, attempt, watch)
+            cloud_waits.pause(
+                self.settings, operations.Pending(change, "EKS", name, status, check), started, attempt, watch
+            )
             attempt += 1
 
     @staticmethod

@@ -20,6 +20,7 @@ from google.auth import exceptions as auth_errors
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import container_v1
 
+from bot.adapters import cloud_waits
 from bot.core import errors, machines, operations, pools, taints
 from bot.settings import CloudSettings
 
@@ -221,12 +222,7 @@ class GkePools:
             if operation.status == container_v1.Operation.Status.DONE:
                 break
             pending = operations.Pending(change, "GKE", pool, operation.status.name, check)
-            waited = time.monotonic() - started
-            if waited > self.settings.timeout_seconds:
-                raise errors.StillRunning(operations.timeout_text(pending, waited))
-            if watch is not None:
-                watch(pending)
-            time.sleep(operations.next_delay(attempt, self.settings.poll_seconds))
+            cloud_waits.pause(self.settings, pending, started, attempt, watch)
             attempt += 1
         # gcloud reads only statusMessage, the Python client error: a failure may fill either.
         message = operation.error.message or operation.status_message

@@ -4,12 +4,13 @@ so `/gpu usage` says the same before the bot is killed and after it starts again
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
-from tests.integration.botkit import CUDA, advance_until, step_reached
+from tests.integration.botkit import CUDA, WAIT, advance_until, step_reached
 from tests.restarts import ledger, processes
 from tests.restarts.conftest import BotFactory
 
@@ -35,7 +36,11 @@ def test_usage_says_the_same_after_the_bot_is_killed_and_started_again(
     sim.advance(3600, step=60)
     slack.type_command("U_ALICE", "C_GPU", "/gpu", "release")
     advance_until(sim, slack, lambda: not pods.live)  # over: its cost is settled into the store
-    assert own_redis.keys("gpubot:spend:*"), "a finished run's cost is kept by day"
+    # The bot settles the cost when its watch sees the pod go, a moment after the sim deleted it.
+    deadline = time.monotonic() + WAIT
+    while not own_redis.keys("gpubot:spend:*"):
+        assert time.monotonic() < deadline, "a finished run's cost is kept by day"
+        time.sleep(0.05)
 
     slack.type_command("U_ALICE", "C_GPU", "/gpu", LONG_RUN)
     running = lambda: [p for p in sim.pods() if p.get("status", {}).get("phase") == "Running"]  # noqa: E731
