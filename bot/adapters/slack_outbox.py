@@ -405,6 +405,9 @@ class SlackOutbox:
             if coalesce and queue and not queue[-1].in_flight:
                 job = queue[-1]
                 job.args = args
+                # Held again until the journal has the new args: sent before that, its entry would be
+                # forgotten first and then kept again, and stay in the journal though Slack has it.
+                job.held = bool(journal is not None and job.key)
                 self._counts["coalesced"] += 1
             else:
                 job = Job(kind, lane, next(self._seq), args, result, key=key, held=bool(key))
