@@ -553,6 +553,9 @@ class SlackOutbox:
         except Exception as exc:  # everything is converted below; the worker must survive any failure
             self._on_failure(job, exc if isinstance(exc, errors.GpubotError) else _convert_any(exc))
             return
+        # Forgotten before the job is finished, so a flush that returns has nothing of it left kept (the
+        # key is fixed while the job is in flight: nothing coalesces into a job on the wire).
+        self._forget(job.key)
         with self._cond:
             job.in_flight = False
             self._counts["sent"] += 1
@@ -561,7 +564,6 @@ class SlackOutbox:
                 job.result.set_result(ts)
             if job.kind == "update":
                 self._remember_edit(job.lane)
-        self._forget(job.key)
 
     def _remember_edit(self, lane: Lane) -> None:
         """Caller holds the lock."""
@@ -682,6 +684,8 @@ class SlackOutbox:
         return channel
 
     def _on_failure(self, job: Job, err: errors.GpubotError) -> None:
+        if not isinstance(err, errors.RateLimited | errors.Unavailable):
+            self._forget(job.key)  # refused for good: forgotten before the job is finished, as when sent
         with self._cond:
             job.in_flight = False
             if isinstance(err, errors.RateLimited | errors.Unavailable):
@@ -691,7 +695,6 @@ class SlackOutbox:
             self._finish(job)
             if job.result is not None:
                 job.result.set_exception(err)
-        self._forget(job.key)
         logger.error("Slack refused %s to %s for good: %s", job.kind, _target(job), err)
 
     def _schedule_retry(self, job: Job, err: errors.GpubotError) -> None:
