@@ -6,8 +6,7 @@ for the environment; `read_profile_catalog` finds the file those settings name.
 
 from __future__ import annotations
 
-import difflib
-import re
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from bot.core import commands, images, labels, models, podsecurity, quantities
+from bot.core import commands, images, labels, manifests, models, podsecurity, quantities, taints
 from bot.settings import Settings, SettingsError, ToolSettings
 
 BUILTIN_PROFILES_YAML = """\
@@ -63,7 +62,6 @@ PROFILE_FIELDS = frozenset(
         "ports",
     }
 )
-TOLERATION_FIELDS = frozenset({"key", "operator", "value", "effect", "tolerationSeconds"})
 FIELD_HINTS = {
     "important": "key",  # the seed manifest's mistake, which Kubernetes silently drops
     "maxGpus": "maxCount",
@@ -72,23 +70,12 @@ FIELD_HINTS = {
     "selector": "nodeSelector",
     "node_selector": "nodeSelector",
 }
-TOLERATION_EFFECTS = frozenset({"", "NoSchedule", "PreferNoSchedule", "NoExecute"})
-_QUALIFIED_NAME = re.compile(
-    r"(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
-)
 
 
 @dataclass(frozen=True)
 class ProfileCatalog:
     default: str
     profiles: Mapping[str, models.GpuProfile]
-
-
-def is_qualified_name(text: str) -> bool:
-    """Kubernetes' `[prefix/]name` rule for label keys, taint keys and resource names."""
-    prefix, _, _ = text.rpartition("/")
-    return len(prefix) <= 253 and _QUALIFIED_NAME.fullmatch(text) is not None
 
 
 class _Problems(list[str]):
@@ -99,45 +86,22 @@ class _Problems(list[str]):
 def _unknown_fields(
     entry: Mapping[str, Any], allowed: frozenset[str], path: str, problems: _Problems
 ) -> None:
-    for name in sorted(set(entry) - allowed, key=str):
-        hinted = FIELD_HINTS.get(str(name))
-        close = [hinted] if hinted in allowed else difflib.get_close_matches(str(name), allowed, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(sorted(allowed))})"
-        problems.add(path, f"unknown field {name!r}{hint}")
+    problems.extend(manifests.unknown_fields(entry, allowed, path, FIELD_HINTS))
 
 
 def _read_toleration(entry: Any, path: str, problems: _Problems) -> models.Toleration | None:
+    """The API server's rules (taints.toleration_problems), and a YAML-typed tolerationSeconds."""
     if not isinstance(entry, dict):
         problems.add(path, "must be a mapping with key, operator, value, effect")
         return None
-    _unknown_fields(entry, TOLERATION_FIELDS, path, problems)
-    key, operator = str(entry.get("key", "")), str(entry.get("operator", "Equal"))
-    value, effect = str(entry.get("value", "")), str(entry.get("effect", ""))
+    _unknown_fields(entry, taints.TOLERATION_FIELDS, path, problems)
+    problems.extend(taints.toleration_problems(entry, path))
     seconds = entry.get("tolerationSeconds")
-    if operator not in ("Equal", "Exists"):
-        problems.add(f"{path}.operator", f"must be Equal or Exists, not {operator!r}")
-    if key and not is_qualified_name(key):
-        problems.add(f"{path}.key", f"{key!r} is not a valid taint key")
-    if not key and operator != "Exists":
-        problems.add(f"{path}.key", "is required unless operator is Exists")
-    if operator == "Exists" and value:
-        problems.add(f"{path}.value", "must be empty when operator is Exists")
-    if value and not labels.is_label_value(value):
-        problems.add(f"{path}.value", f"{value!r} is not a valid taint value")
-    if effect not in TOLERATION_EFFECTS:
-        problems.add(
-            f"{path}.effect", f"must be one of NoSchedule, PreferNoSchedule, NoExecute, not {effect!r}"
-        )
-    if seconds is not None and (
-        effect != "NoExecute" or not isinstance(seconds, int) or isinstance(seconds, bool)
-    ):
-        problems.add(
-            f"{path}.tolerationSeconds", "is a whole number of seconds, and only with effect NoExecute"
-        )
+    if seconds is not None and (not isinstance(seconds, int) or isinstance(seconds, bool)):
+        problems.add(f"{path}.tolerationSeconds", "must be a whole number of seconds")
         seconds = None
-    return models.Toleration(
-        key=key, operator=operator, value=value, effect=effect, toleration_seconds=seconds
-    )
+    toleration = taints.read_toleration(entry)
+    return dataclasses.replace(toleration, toleration_seconds=seconds)
 
 
 def _read_node_selector(raw: Any, path: str, problems: _Problems) -> tuple[tuple[str, str], ...]:
@@ -148,7 +112,7 @@ def _read_node_selector(raw: Any, path: str, problems: _Problems) -> tuple[tuple
         return ()
     pairs: list[tuple[str, str]] = []
     for key, value in raw.items():
-        if not isinstance(key, str) or not is_qualified_name(key):
+        if not isinstance(key, str) or not labels.is_qualified_name(key):
             problems.add(path, f"{key!r} is not a valid label key")
         elif not isinstance(value, str) or not labels.is_label_value(value):
             problems.add(
@@ -202,7 +166,7 @@ def _read_profile(name: Any, entry: Any, problems: _Problems) -> models.GpuProfi
         return None
     _unknown_fields(entry, PROFILE_FIELDS, path, problems)
     resource = str(entry.get("resource", labels.GPU_RESOURCE))
-    if "/" not in resource or not is_qualified_name(resource):
+    if "/" not in resource or not labels.is_qualified_name(resource):
         problems.add(f"{path}.resource", f"{resource!r} is not an extended resource name like nvidia.com/gpu")
     raw_tolerations = entry.get("tolerations") or []
     if not isinstance(raw_tolerations, list):

@@ -533,19 +533,24 @@ class KubeCluster:
     def _read_log(self, namespace: str, name: str, *, tail_lines: int, previous: bool) -> bytes:
         def attempt(_retried: bool) -> bytes:
             with translated():
-                # Typed as str, but with `_preload_content=False` it is the raw urllib3 response.
-                response: Any = self.core.read_namespaced_pod_log(
-                    name,
-                    namespace,
-                    tail_lines=tail_lines,
-                    previous=previous,
-                    limit_bytes=LOG_LIMIT_BYTES,
-                    _preload_content=False,
-                    _request_timeout=self.requests.timeout,
+                response = self._log_response(
+                    namespace, name, self.requests.timeout, tail_lines=tail_lines, previous=previous
                 )
                 return bytes(response.data)
 
         return kube_retry.call(self.requests, f"reading the log of {namespace}/{name}", attempt)
+
+    def _log_response(self, namespace: str, name: str, timeout: tuple[float, float], **params: Any) -> Any:
+        """The raw urllib3 response of the pod's log, at most LOG_LIMIT_BYTES (typed as str by the
+        client, but `_preload_content=False` hands back the response itself)."""
+        return self.core.read_namespaced_pod_log(
+            name,
+            namespace,
+            limit_bytes=LOG_LIMIT_BYTES,
+            _preload_content=False,
+            _request_timeout=timeout,
+            **params,
+        )
 
     def follow_log(
         self, namespace: str, name: str, *, until: Callable[[str], bool], seconds: float
@@ -555,14 +560,7 @@ class KubeCluster:
         timeout bounds one silent stretch, the loop the whole wait."""
         stop_at = time.monotonic() + seconds
         with translated():
-            response: Any = self.core.read_namespaced_pod_log(
-                name,
-                namespace,
-                follow=True,
-                limit_bytes=LOG_LIMIT_BYTES,
-                _preload_content=False,
-                _request_timeout=(self.requests.timeout[0], seconds),
-            )
+            response = self._log_response(namespace, name, (self.requests.timeout[0], seconds), follow=True)
             try:
                 pending = b""
                 for chunk in response.stream(4096, decode_content=True):

@@ -67,6 +67,28 @@ _NOT_LABEL_CHAR = re.compile(r"[^-A-Za-z0-9_.]+")
 _NOT_DNS_CHAR = re.compile(r"[^-a-z0-9]+")
 
 
+QUALIFIED_NAME_RULE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+    "character"
+)
+LABEL_VALUE_RULE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+    "start and end with an alphanumeric character"
+)
+"""apimachinery's qualifiedNameErrMsg and labelValueErrMsg (k8s.io/apimachinery
+pkg/util/validation/validation.go)."""
+_QUALIFIED_NAME = re.compile(
+    r"(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+)
+
+
+def is_qualified_name(text: str) -> bool:
+    """Kubernetes' `[prefix/]name` rule for label keys, taint keys and resource names."""
+    prefix, _, _ = text.rpartition("/")
+    return len(prefix) <= 253 and _QUALIFIED_NAME.fullmatch(text) is not None
+
+
 def is_label_value(text: str) -> bool:
     """Kubernetes' label value rule: empty, or ≤ 63 alphanumerics with `-_.` inside."""
     return len(text) <= LABEL_VALUE_MAX and _LABEL_VALUE.fullmatch(text) is not None

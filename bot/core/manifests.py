@@ -100,12 +100,15 @@ def parse(text: str) -> Parsed:
 # -- field checks ---------------------------------------------------------------------------------
 
 
-def unknown_fields(entry: Mapping[str, Any], allowed: frozenset[str], path: str) -> list[str]:
+def unknown_fields(
+    entry: Mapping[str, Any], allowed: frozenset[str], path: str, hints: Mapping[str, str] = FIELD_HINTS
+) -> list[str]:
+    """`path: unknown field "x"`, each with the field meant, or the known ones when no guess is close."""
     problems = []
     for name in sorted(str(k) for k in entry if k not in allowed):
-        hinted = FIELD_HINTS.get(name)
+        hinted = hints.get(name)
         close = [hinted] if hinted in allowed else difflib.get_close_matches(name, sorted(allowed), n=1)
-        hint = f' — did you mean "{close[0]}"?' if close else ""
+        hint = f' — did you mean "{close[0]}"?' if close else f" — known: {', '.join(sorted(allowed))}"
         problems.append(f'{path}: unknown field "{name}"{hint}')
     return problems
 

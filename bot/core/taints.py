@@ -88,10 +88,16 @@ def render(found: Iterable[Taint]) -> str:
 
 
 def toleration_problems(entry: Mapping[str, Any], path: str) -> list[str]:
-    """What API-server validation says of a toleration once unknown fields are gone (ValidateTolerations)."""
+    """What API-server validation says of a toleration once unknown fields are gone: ValidateTolerations
+    (kubernetes/kubernetes pkg/apis/core/validation/validation.go, v1.32), its key and value rules cut
+    short of the regex that apimachinery's RegexError appends."""
     key, operator = str(entry.get("key") or ""), str(entry.get("operator") or "")
     value, effect = str(entry.get("value") or ""), str(entry.get("effect") or "")
     problems = []
+    if key and not labels.is_qualified_name(key):
+        problems.append(f'{path}.key: Invalid value: "{key}": name part {labels.QUALIFIED_NAME_RULE}')
+    if operator in ("", "Equal") and not labels.is_label_value(value):
+        problems.append(f'{path}.operator: Invalid value: "{value}": {labels.LABEL_VALUE_RULE}')
     if operator and operator not in TOLERATION_OPERATORS:
         problems.append(
             f'{path}.operator: Unsupported value: "{operator}": supported values: "Equal", "Exists"'
