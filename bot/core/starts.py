@@ -44,10 +44,6 @@ class Start:
     """When the kubelet began starting the pod (status.startTime)."""
 
 
-def is_broken(start: Start) -> bool:
-    return start.reason in RETRIED or start.reason in HOPELESS
-
-
 def is_due(start: Start, now: datetime, limit: timedelta) -> bool:
     """Give the GPU back now: a hopeless start at once, a failing one once it has failed for `limit`."""
     if start.reason in HOPELESS:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from bot.core import cluster_nodes, labels, lifecycle, podspec, quantities, reaping, starts
@@ -244,16 +244,6 @@ def finished_at(pod: Body) -> datetime | None:
         for c in _maps(status.get("containerStatuses"))
     ]
     return _latest(ends) or pod_time(pod)
-
-
-def deletion_requested_at(pod: Body) -> datetime | None:
-    """When the delete was asked for: the API sets deletionTimestamp that many grace seconds ahead."""
-    metadata = _map(pod.get("metadata"))
-    deadline = _time(metadata.get("deletionTimestamp"))
-    grace = metadata.get("deletionGracePeriodSeconds")
-    if deadline is None:
-        return None
-    return deadline - timedelta(seconds=grace if isinstance(grace, int) and grace > 0 else 0)
 
 
 def observe_pod(pod: Body, *, deleted: bool = False, at: datetime | None = None) -> lifecycle.PodSeen:

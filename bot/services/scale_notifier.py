@@ -108,11 +108,6 @@ class ScaleNotifier:
         """Episode key → its pool, for each wait to drain this replica keeps in the store."""
 
     # -- reading ---------------------------------------------------------------------------------
-    def current_episodes(self) -> dict[str, episodes.Episode]:
-        """Each pool's open episode, or its last closed one."""
-        with self._lock:
-            return {name: p.episode for name, p in self._state.pools.items() if p.episode is not None}
-
     def go_live(self) -> None:
         """Leadership gained: speak from now on, bringing each open episode's message up to date."""
         with self._lock:
