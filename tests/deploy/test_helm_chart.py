@@ -173,9 +173,9 @@ def test_names_labels_and_annotations_are_valid(rendered: list[chart.Obj]) -> No
         for part in metadata["name"].split("."):
             assert labels.is_dns1123_label(part), metadata["name"]
         for key, value in (metadata.get("labels") or {}).items():
-            assert profiles_module.is_qualified_name(key) and labels.is_label_value(value), (key, value)
+            assert labels.is_qualified_name(key) and labels.is_label_value(value), (key, value)
         for key, value in (metadata.get("annotations") or {}).items():
-            assert profiles_module.is_qualified_name(key) and isinstance(value, str), (key, value)
+            assert labels.is_qualified_name(key) and isinstance(value, str), (key, value)
 
 
 def test_the_pod_runs_as_non_root_on_a_read_only_root_without_capabilities(rendered: list[chart.Obj]) -> None:

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from bot import profiles as profiles_module
+from bot.core import taints
 from tests.deploy import chart
 
 SCHEMA = json.loads((chart.CHART / "values.schema.json").read_text(encoding="utf-8"))
@@ -87,7 +88,7 @@ def test_a_profile_in_the_schema_has_the_fields_the_bot_reads() -> None:
     profile = SCHEMA["properties"]["profiles"]["properties"]["profiles"]["additionalProperties"]
     assert set(profile["properties"]) == profiles_module.PROFILE_FIELDS
     toleration = profile["properties"]["tolerations"]["items"]
-    assert set(toleration["properties"]) == profiles_module.TOLERATION_FIELDS
+    assert set(toleration["properties"]) == taints.TOLERATION_FIELDS
 
 
 def test_every_value_a_template_reads_is_in_values_yaml() -> None:

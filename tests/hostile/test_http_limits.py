@@ -161,7 +161,9 @@ def test_unsigned_200_mb_posts_leave_the_bots_memory_at_idle(
     sim: world.BackgroundWorld, http_slack: BackgroundSlack, tmp_path: Path, redis_url: str
 ) -> None:
     with gpubot_serve(sim, http_slack, tmp_path, redis_url) as served:
-        assert help_works(http_slack)  # the request path's code is loaded before idle is read
+        # The request path's code is loaded before idle is read; this warm-up is not what is measured, so a
+        # machine busy with the other workers' 200 MB posts may take it twice (the log says if it never does).
+        assert any(help_works(http_slack) for _ in range(3)), served.log.read_text()
         pid = served.process.pid
         reset_peak(pid)
         idle = usage(pid)
