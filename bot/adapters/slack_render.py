@@ -234,8 +234,6 @@ def render_episode(episode: notices.ChannelEpisode) -> Rendered:
         )
     if episode.warning:
         blocks.append(section(f":warning: {escape(episode.warning)}", block_id="gpubot_warning"))
-    if episode.cost:
-        blocks.append(context([f"episode cost {escape(episode.cost)}"], block_id="gpubot_cost"))
     return Rendered(fallback(f"{episode.pool}: {episode.headline}"), blocks)
 
 

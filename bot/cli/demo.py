@@ -40,6 +40,8 @@ BOT_WAIT = 10.0
 """Real seconds to wait for the bot to answer something it must answer; reached only when broken."""
 QUIET = 0.15
 """Real seconds without a sought change after a clock step before the story moves the clock again."""
+STORY_TICKS_ONLY = 10**6
+"""The bot's own tick timer, in real seconds: never, as the story ticks once per clock step."""
 
 
 class LiveTranscript:
@@ -138,9 +140,10 @@ class Story:
         raise RuntimeError(f"the story stalled: not reached within {limit:g} simulated seconds")
 
     def step_clock(self, seconds: float) -> list[reaper.Done]:
-        """Move the sim clock, then run the reaper round the bot's timer would have run in that time."""
+        """Move the sim clock, then run the reaper round and the tick the bot's timers would have run."""
         self.sim.advance(seconds, step=1)
         done = self.bot.reap()
+        self.bot.tick()
         self.bot.outbox.flush(timeout=BOT_WAIT)  # what the bot queued shows at the time it happened
         return done
 
@@ -278,12 +281,18 @@ def demo_environment(out: TextIO, *, clock_note: str = "the clock moves with the
         else:
             live.say(f"a private Redis at {stage.redis_url}")
         config = stages.bot_settings(stage, scale_channel=OPS_CHANNEL, metrics=True)
-        # The bot's clock is the sim's, so times agree. Its reaper has no timer: the story runs a round
-        # after each clock step (`Story.step_clock`), as the reaper tests do; a timer fast enough to keep
-        # up fired while the last round still waited for Slack, and APScheduler logged a warning for each
-        # round it skipped into the transcript.
+        # The bot's clock is the sim's, so times agree. Its timers count real seconds, which mean nothing
+        # on a clock the story moves: the story runs a reaper round and a tick after each clock step
+        # (`Story.step_clock`), as the reaper tests and the soak do. A real-time tick measured the wait to
+        # drain from a tick many simulated minutes old; a reaper timer fast enough to keep up fired while
+        # the last round still waited for Slack, and APScheduler logged each skipped round.
         with runner.running_bot(
-            config, slack, reaper_timer=False, wait=BOT_WAIT, clock=sim.world.clock.datetime
+            config,
+            slack,
+            reaper_timer=False,
+            wait=BOT_WAIT,
+            clock=sim.world.clock.datetime,
+            tick_seconds=STORY_TICKS_ONLY,
         ) as bot:
             yield Story(sim, slack, live, bot)
         live.refresh()

@@ -106,6 +106,8 @@ class ScaleWarning:
     text: str = ""
     """Said as is; empty for `max_size`, which is worded at render time for all the pods it holds up."""
     who: str = ""
+    over_at: datetime | None = None
+    """For `max_size`: when the pod it held up was scheduled after all (a GPU freed up)."""
 
 
 @dataclass(frozen=True)
@@ -302,6 +304,8 @@ def _on_event(state: Scales, seen: PoolEvent) -> Scales:
         return _on_triggered(state, seen)
     if reason == "NotTriggerScaleUp" and MAX_SIZE_REACHED in message:
         return _warn_max_size(state, seen)
+    if reason == "Scheduled" and seen.subject.kind == "Pod":
+        return _on_scheduled(state, seen)
     if reason == "NotTriggerScaleUp" and IN_BACKOFF in message:
         return _close_if_empty(_warn_pod(state, seen, "backoff", _backoff_text), seen, "backoff")
     if reason == "FailedScaleUp":
@@ -411,6 +415,19 @@ def _warn_max_size(state: Scales, seen: PoolEvent) -> Scales:
     )
 
 
+def _on_scheduled(state: Scales, seen: PoolEvent) -> Scales:
+    """A pod the max size held up got a GPU after all: its warning is over, and says how long it waited."""
+    subject = f"{seen.subject.namespace}/{seen.subject.name}"
+    for episode in state.open_episodes():
+        held = [
+            w for w in episode.warnings if w.kind == "max_size" and w.subject == subject and not w.over_at
+        ]
+        if held:
+            warnings = tuple(replace(w, over_at=seen.seen.at) if w in held else w for w in episode.warnings)
+            state = _with_episode(state, replace(episode, warnings=warnings))
+    return state
+
+
 def _close_if_empty(state: Scales, seen: PoolEvent, kind: str) -> Scales:
     """A failed scale-up that left the pool with no node ends the episode; a retry opens a new one."""
     for episode in state.open_episodes():
@@ -497,17 +514,14 @@ def pool_price(node_labels: Mapping[str, str], profiles: Iterable[models.GpuProf
 
 
 def to_notice(episode: Episode, *, now: datetime, price_per_hour: float | None) -> notices.ChannelEpisode:
-    """The channel message for the episode as it stands: a headline, dated lines, warnings, the cost."""
-    cost = ""
-    if episode.closed and episode.nodes and price_per_hour is not None:
-        cost = notices.format_cost(episode.node_hours(now) * price_per_hour)
+    """The channel message for the episode as it stands: a headline, dated lines (the last, once closed,
+    with the cost), warnings."""
     return notices.ChannelEpisode(
         pool=episode.pool,
         headline=_headline(episode),
         lines=tuple(text for _, text in sorted(_lines(episode, now, price_per_hour), key=lambda p: p[0])),
         warning="; ".join(_warning_texts(episode)),
         closed=episode.closed,
-        cost=cost,
     )
 
 
@@ -587,16 +601,28 @@ def _warning_texts(episode: Episode) -> list[str]:
         if w.kind != "max_size" and not (w.kind == "overdue" and w.subject in failed)
     ]
     if waiting:
-        dated.append((waiting[0].at, _max_size_text(episode, [w.who for w in waiting])))
+        dated.append((waiting[0].at, _max_size_text(episode, waiting)))
     return [text for _, text in sorted(dated, key=lambda p: p[0])]
 
 
-def _max_size_text(episode: Episode, whom: list[str]) -> str:
+def _max_size_text(episode: Episode, held: list[ScaleWarning]) -> str:
+    """Who waits now; once none does (each got a GPU, or the episode is over), a dated line in the past
+    tense, so the message never says someone waits who no longer does."""
     limit = max((t.max_size for t in episode.triggers), default=0)
     size = f" of {limit} node{'' if limit == 1 else 's'}" if limit else ""
-    verb = "waits" if len(whom) == 1 else "wait"
-    held = f"{', '.join(whom)} {verb} for a GPU to free up"
-    return f"max size reached: {episode.pool} is at its maximum{size}; {held}"
+    waiting = [w.who for w in held if w.over_at is None]
+    got = [(w.who, _elapsed(w.at, w.over_at)) for w in held if w.over_at is not None]
+    if waiting and not episode.closed:
+        verb = "waits" if len(waiting) == 1 else "wait"
+        parts = [f"{', '.join(waiting)} {verb} for a GPU to free up"]
+        parts += [f"{who} got one after {took}" for who, took in got]
+        return f"max size reached: {episode.pool} is at its maximum{size}; " + "; ".join(parts)
+    parts = [f"{who} waited {took} for a GPU" for who, took in got]
+    parts += [f"{who} waited for a GPU" for who in waiting]
+    return (
+        f"max size reached at {notices.clock_time(held[0].at)}: {episode.pool} was at its maximum{size}; "
+        + ("; ".join(parts))
+    )
 
 
 def _elapsed(start: datetime, end: datetime) -> str:

@@ -131,9 +131,7 @@ class ChannelEpisode:
     warning: str = ""
     """Max size reached, provisioning far slower than usual; empty when all is well."""
     closed: bool = False
-    """The pool is back at zero and the episode is over."""
-    cost: str = ""
-    """What the episode cost, formatted, once known."""
+    """The pool is back at zero and the episode is over; its last line says what it cost."""
 
 
 @dataclass(frozen=True)

@@ -206,7 +206,8 @@ def milestone_reply(milestone: lifecycle.Milestone, thread: Thread) -> notices.R
         return notices.Reply(text, mention=owner)
     if milestone.outcome is not None:
         return notices.Reply(sentence(milestone.text), mention=owner)
-    if milestone.step is Step.RUNNING and not milestone.late:
+    if milestone.step is Step.RUNNING and not milestone.late and thread.progress.outcome is None:
+        # Not once it has ended too: the ending's own mention says it, and "Running" would be untrue.
         waited = notices.format_elapsed((milestone.at - thread.progress.created).total_seconds())
         where = f" on {thread.progress.node}" if thread.progress.node else ""
         return notices.Reply(f"Running{where}, {waited} after the request.", mention=owner)

@@ -105,12 +105,8 @@ def everything_else() -> list[notices.Notice]:
                 ),
             )
         ),
-        notices.ChannelEpisode(
-            "gpu-t4", "back at 0 nodes", ("scale-up 0→1", "node Ready"), closed=True, cost="$0.42"
-        ),
-        notices.ChannelEpisode(
-            "p" * 300, LONG, tuple(LONG for _ in range(200)), warning=LONG, cost="$1,234.57"
-        ),
+        notices.ChannelEpisode("gpu-t4", "back at 0 nodes", ("scale-up 0→1", "node Ready"), closed=True),
+        notices.ChannelEpisode("p" * 300, LONG, tuple(LONG for _ in range(200)), warning=LONG),
         *usage_reports(),
     ]
 
@@ -167,7 +163,6 @@ CONTEXT_TEXT = {
         "ml", "x", "U_ALICE", "busybox", 1, "t4", "Waiting", note="n" * 3001
     ),
     "a reminder's thread note": notices.Reminder("r", "ml/x", thread_note="n" * 3001),
-    "an episode's cost": notices.ChannelEpisode("gpu-t4", "up", cost="$" + "9" * 3000),
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -115,7 +116,7 @@ def test_the_seed_story_walks_through_one_episode() -> None:
     assert revisions[2].lines == STORY_LINES[:3]
     final = notice(feed(STORY))
     assert final == notices.ChannelEpisode(
-        pool=POOL, headline="back at 0 nodes", lines=STORY_LINES, closed=True, cost="$0.15"
+        pool=POOL, headline="back at 0 nodes", lines=STORY_LINES, closed=True
     )
 
 
@@ -266,7 +267,7 @@ def test_warnings(warning_event: PoolEvent, warning: str, closes: bool) -> None:
     assert shown.warning == warning
     assert shown.closed is closes
     if closes:
-        assert shown.headline == "scale-up ended with no node" and shown.cost == ""
+        assert shown.headline == "scale-up ended with no node"
 
 
 def test_a_timeout_then_backoff_closes_the_attempt_and_a_retry_is_a_new_episode() -> None:
@@ -312,6 +313,39 @@ def test_pods_held_up_by_the_max_size_share_one_warning() -> None:
     )
 
 
+def test_a_held_up_pod_that_gets_a_gpu_is_no_longer_said_to_wait() -> None:
+    train3 = EventSubject("Pod", "default", "train-3", "")
+    held = [
+        triggered(30, max_size=1),
+        event(40, "NotTriggerScaleUp", MAX_SIZE, BOB_POD, "bob"),
+        event(50, "NotTriggerScaleUp", MAX_SIZE, train3, ""),
+    ]
+    scheduled = "Successfully assigned default/gpu-bob-4d5e6f to " + NODE
+    state = feed([*held, event(280, "Scheduled", scheduled, BOB_POD, "bob")])
+    assert notice(state).warning == (
+        "max size reached: gpu-pool is at its maximum of 1 node; train-3 waits for a GPU to free up; "
+        "bob's gpu-bob-4d5e6f got one after 4m00s"
+    )
+    state = feed(
+        [*held, event(280, "Scheduled", scheduled, BOB_POD, "bob"), event(400, "Scheduled", "", train3, "")]
+    )
+    assert notice(state).warning == (
+        f"max size reached at {notices.clock_time(at(40))}: gpu-pool was at its maximum of 1 node; "
+        "bob's gpu-bob-4d5e6f waited 4m00s for a GPU; train-3 waited 5m50s for a GPU"
+    )
+
+
+def test_a_closed_episode_says_its_max_size_wait_in_the_past() -> None:
+    episode = feed(STORY).pool(POOL).episode
+    assert episode is not None and episode.closed
+    warned = replace(
+        episode, warnings=(episodes.ScaleWarning(at(40), "max_size", "default/b", who="bob's b"),)
+    )
+    shown = episodes.to_notice(warned, now=at(3600), price_per_hour=PRICE)
+    assert "waits" not in shown.warning
+    assert shown.warning.endswith("gpu-pool was at its maximum of 5 nodes; bob's b waited for a GPU")
+
+
 def test_warnings_without_an_episode_open_nothing() -> None:
     state = feed([event(80, "NotTriggerScaleUp", MAX_SIZE), event(90, "FailedScaleUp", "failed: x.")])
     assert state.pools == {}
@@ -352,7 +386,6 @@ def test_an_unknown_price_says_so() -> None:
     episode = feed(STORY).pool(POOL).episode
     assert episode is not None
     shown = episodes.to_notice(episode, now=at(3600), price_per_hour=None)
-    assert shown.cost == ""
     assert shown.lines[-1] == (
         "pool at 0 — episode 16m30s, 0.25 GPU-hours, cost unknown (no profile prices this pool)"
     )

@@ -60,9 +60,12 @@ FINISHED = notices.ThreadStatus(
 EPISODE = notices.ChannelEpisode(
     pool="gpu-t4",
     headline="back at 0 nodes",
-    lines=("scale-up 0→1 for alice's alice-train-1", "node Ready after 2m10s", "scaled down to 0"),
+    lines=(
+        "scale-up 0→1 for alice's alice-train-1",
+        "node Ready after 2m10s",
+        "pool at 0 — episode 20m00s, 0.33 GPU-hours, ≈ $0.42",
+    ),
     closed=True,
-    cost="$0.42",
 )
 WARNING = notices.ChannelEpisode(
     pool="gpu-t4",

@@ -140,6 +140,12 @@ def test_the_owner_is_told_when_it_runs_and_when_it_ends_by_itself_or_outside_gp
     assert (f"<{reply.mention}> {reply.text}" if reply is not None else None) == said
 
 
+def test_a_run_seen_running_and_ended_at_once_is_told_only_how_it_ended() -> None:
+    running = lifecycle.Milestone(Step.RUNNING, T0 + timedelta(seconds=30), "Running")
+    ended = lifecycle.Progress(T0, node="gpu-1", outcome=Outcome.FAILED)
+    assert status.milestone_reply(running, status.Thread(running_on("gpu-1"), ended)) is None
+
+
 def test_a_release_or_reap_is_said_by_whoever_did_it_not_by_the_tracker() -> None:
     milestone = lifecycle.Milestone(None, T0, "deleted", outcome=Outcome.DELETED)
     for record in ({"action": "release", "actor": "U_ALICE"}, {"action": "reap", "reason": "expire"}):
