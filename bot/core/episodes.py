@@ -416,7 +416,7 @@ def _warn_max_size(state: Scales, seen: PoolEvent) -> Scales:
 
 
 def _on_scheduled(state: Scales, seen: PoolEvent) -> Scales:
-    """A pod the max size held up got a GPU after all: its warning is over, and says how long it waited."""
+    """A pod the max size held up got a GPU after all: its warning is over, and says how long after."""
     subject = f"{seen.subject.namespace}/{seen.subject.name}"
     for episode in state.open_episodes():
         held = [
@@ -615,9 +615,9 @@ def _max_size_text(episode: Episode, held: list[ScaleWarning]) -> str:
     if waiting and not episode.closed:
         verb = "waits" if len(waiting) == 1 else "wait"
         parts = [f"{', '.join(waiting)} {verb} for a GPU to free up"]
-        parts += [f"{who} got one after {took}" for who, took in got]
+        parts += [f"{who} got one {took} later" for who, took in got]
         return f"max size reached: {episode.pool} is at its maximum{size}; " + "; ".join(parts)
-    parts = [f"{who} waited {took} for a GPU" for who, took in got]
+    parts = [f"{who} got a GPU {took} later" for who, took in got]
     parts += [f"{who} waited for a GPU" for who in waiting]
     return (
         f"max size reached at {notices.clock_time(held[0].at)}: {episode.pool} was at its maximum{size}; "

@@ -324,14 +324,14 @@ def test_a_held_up_pod_that_gets_a_gpu_is_no_longer_said_to_wait() -> None:
     state = feed([*held, event(280, "Scheduled", scheduled, BOB_POD, "bob")])
     assert notice(state).warning == (
         "max size reached: gpu-pool is at its maximum of 1 node; train-3 waits for a GPU to free up; "
-        "bob's gpu-bob-4d5e6f got one after 4m00s"
+        "bob's gpu-bob-4d5e6f got one 4m00s later"
     )
     state = feed(
         [*held, event(280, "Scheduled", scheduled, BOB_POD, "bob"), event(400, "Scheduled", "", train3, "")]
     )
     assert notice(state).warning == (
         f"max size reached at {notices.clock_time(at(40))}: gpu-pool was at its maximum of 1 node; "
-        "bob's gpu-bob-4d5e6f waited 4m00s for a GPU; train-3 waited 5m50s for a GPU"
+        "bob's gpu-bob-4d5e6f got a GPU 4m00s later; train-3 got a GPU 5m50s later"
     )
 
 
