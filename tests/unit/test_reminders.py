@@ -77,8 +77,8 @@ def test_a_notebook_whose_jupyter_could_not_be_read_is_told_the_gpu_alone_decide
     warning = reminders.message(Act.IDLE_WARN, NOTEBOOK, END - timedelta(hours=2), POLICY, idleness=UNREAD)
     assert notices.moments(warning.text) == (
         ":zzz: `gpu-u-alice-1a2b3c` (1 GPU (notebook)) has been idle: GPU idle 45m00s (under 5% use); its "
-        "notebook's activity could not be read (the API server could not reach its Jupyter), so the GPU alone "
-        "decided. It will be released Sun 12:15 UTC unless you keep it."
+        "notebook's activity could not be read (the API server could not reach its Jupyter), so the GPU "
+        "alone decided. It will be released Sun 12:15 UTC unless you keep it."
     )
 
 
@@ -89,7 +89,8 @@ def test_a_notebooks_release_says_what_it_was_judged_on() -> None:
     )
     assert notices.moments(released.text) == (
         ":wastebasket: Released `gpu-u-alice-1a2b3c` (1 GPU (notebook)) Sun 12:15 UTC: GPU idle 1h00m and no "
-        "notebook activity since Sun 11:00 UTC, and nobody kept it. To run it again: `/gpu run --type notebook`"
+        "notebook activity since Sun 11:00 UTC, and nobody kept it. "
+        "To run it again: `/gpu run --type notebook`"
     )
 
 
