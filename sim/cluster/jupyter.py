@@ -13,7 +13,8 @@ Times are `isoformat` with `Z` for UTC (_tz.py). The token is the one the contai
 the Authorization header, never arrives through the API server, whose authentication filter deletes it:
 kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/endpoints/filters/authentication.go). Without it an
 API handler answers 403 `{"message": "Forbidden", "reason": null}` (APIHandler.get_login_url and
-write_error). Any other path is tornado's 404.
+write_error), a method other than GET 405 (starting kernels through the API is not simulated), and any
+other path is tornado's 404.
 
 Kernels: the server starts with none. The pod annotation `sim.gpubot.dev/jupyter-kernel` starts one
 (`idle` or `busy`) and sets its `execution_state` from the moment it changes; the kernel's
@@ -40,6 +41,8 @@ KERNEL_STATES = ("idle", "busy")
 KERNEL_NAME = "python3"
 """The docker-stacks images' one kernelspec (ipykernel's default name)."""
 FORBIDDEN = {"message": "Forbidden", "reason": None}
+METHOD_NOT_ALLOWED = {"message": "Method Not Allowed", "reason": None}
+"""APIHandler.write_error for tornado's HTTPError(405), a method the handler does not define."""
 NOT_FOUND_PAGE = "<html><title>404: Not Found</title><body>404: Not Found</body></html>"
 """tornado.web.RequestHandler.write_error's page for a path no handler serves."""
 
@@ -67,8 +70,10 @@ class Servers:
 
     def serve(self, pod: Obj, method: str, path: str, query: dict[str, str]) -> web.Response:
         """One request to the server of a pod that is `listening`."""
-        if method != "GET" or path not in ("/api/status", "/api/kernels"):
+        if path not in ("/api/status", "/api/kernels"):
             return web.Response(status=404, text=NOT_FOUND_PAGE, content_type="text/html")
+        if method != "GET":  # starting or stopping kernels through the API is not simulated
+            return web.json_response(METHOD_NOT_ALLOWED, status=405)
         uid = pod["metadata"]["uid"]
         if query.get("token", "") != entrypoints.token(uid):
             return web.json_response(FORBIDDEN, status=403)
