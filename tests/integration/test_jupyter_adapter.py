@@ -11,6 +11,7 @@ from kubernetes import client
 from bot.adapters import jupyter as jupyter_adapter
 from bot.core import notebooks
 from sim.cluster import entrypoints, jupyter, world
+from tests.sim import rbackit
 from tests.sim.test_pod_proxy import NOTEBOOK_IMAGE, start
 
 
@@ -51,3 +52,15 @@ def test_each_reason_a_notebook_cannot_be_read_is_said_plainly(
     assert reader.jupyter_activity("default", "gone", port=8888, token="t") == notebooks.Unread(
         "its Jupyter could not be read (HTTP 404)"
     )
+
+
+def test_a_role_without_pods_proxy_is_named_as_the_reason(
+    sim: world.BackgroundWorld, core: client.CoreV1Api
+) -> None:
+    token = entrypoints.token(start(sim, core, "nb", NOTEBOOK_IMAGE))
+    account = rbackit.service_account_token(core.api_client, "default", "no-proxy")
+    with rbackit.token_client(sim, account) as api:
+        reader = jupyter_adapter.JupyterReader(api)
+        assert reader.jupyter_activity("default", "nb", port=8888, token=token) == notebooks.Unread(
+            "gpubot may not use the pod proxy (its Role lacks pods/proxy get)"
+        )
