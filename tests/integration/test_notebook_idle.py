@@ -68,10 +68,16 @@ def test_a_notebook_typed_in_at_0_percent_gpu_is_kept_and_released_once_both_are
         (warning,) = reap_until(sim, [bot], lambda: said(slack, root, "has been idle"))
         assert sim.world.clock.datetime() - quiet_from >= timedelta(minutes=WINDOW)
         evidence = pod_notes(sim)[labels.IDLE_EVIDENCE_ANNOTATION]
+        caught_up(sim, bot)
+        slack.type_command("U_ALICE", "C_GPU", "/gpu", "status")
+        (report,) = slack.wait_until(
+            lambda: [e for e in slack.ephemerals("U_ALICE") if "Your workloads" in e["text"]], timeout=WAIT
+        )
         reap_until(sim, [bot], lambda: not gpubot_pods(sim) and said(slack, root, "Released"))
     since = f"no notebook activity since <!date^{int(quiet_from.timestamp())}^"
     assert "has been idle: GPU idle 10m00s (under 5% use) and " + since in warning["text"]
     assert evidence.startswith(f"{notebooks.Evidence.NOTEBOOK.value}:")
+    assert "· idle: GPU idle 10m" in report["text"] and since in report["text"], report["text"]
     (released,) = said(slack, root, "Released")
     assert since in released["text"] and "nobody kept it" in released["text"]
 
