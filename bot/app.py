@@ -20,6 +20,7 @@ from bot import profiles as profiles_module
 from bot import runtime
 from bot import settings as settings_module
 from bot.adapters import (
+    jupyter,
     kube,
     leader,
     metrics,
@@ -31,7 +32,7 @@ from bot.adapters import (
     store,
 )
 from bot.adapters import reservations as quota_reservations
-from bot.core import models, pools, ports, workloads, workspaces
+from bot.core import models, notebooks, pools, ports, workloads, workspaces
 from bot.services import (
     Services,
     home,
@@ -245,6 +246,7 @@ def build(
         replica=settings.leader.identity,
         tell_wait_seconds=min(reaper.TELL_WAIT_SECONDS, outbox.settings.post_timeout_seconds),
         start_errors=services.tracker.start_error,
+        notebooks_seen=_notebooks(catalog.profiles, cluster, services.tracker),
     )
     # The elector's callbacks (and the warmer's, below) reach the bot made next; neither runs before
     # `Bot.start`. The Lease is between replicas, so it keeps real time even when the bot's clock is a sim's.
@@ -319,6 +321,16 @@ def served_workspaces(slack: settings_module.SlackSettings, client: WebClient) -
         sorted(found.enterprise_ids) or "(none)",
     )
     return found
+
+
+def _notebooks(
+    profiles: Mapping[str, models.GpuProfile], cluster: kube.KubeCluster, threads: tracker.Tracker
+) -> reaper.Notebooks | None:
+    """What reads a notebook's Jupyter, when a profile has `activity: jupyter`."""
+    watched = frozenset(name for name, profile in profiles.items() if profile.activity == notebooks.JUPYTER)
+    if not watched:
+        return None
+    return reaper.Notebooks(jupyter.JupyterReader(cluster.api), watched, threads.url)
 
 
 def _metrics(settings: settings_module.Settings) -> metrics.PrometheusMetrics | None:

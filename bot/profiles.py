@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from bot.core import commands, images, labels, manifests, models, podsecurity, quantities, taints
+from bot.core import commands, images, labels, manifests, models, notebooks, podsecurity, quantities, taints
 from bot.settings import Settings, SettingsError, ToolSettings
 
 BUILTIN_PROFILES_YAML = """\
@@ -44,6 +44,7 @@ profiles:
     pricePerHour: 0.54
     image: quay.io/jupyter/pytorch-notebook:cuda12-python-3.11
     ports: [8888]
+    activity: jupyter
 """
 """The built-in catalogue when no profiles file is configured; deploy/profiles.yaml starts from it."""
 
@@ -60,6 +61,7 @@ PROFILE_FIELDS = frozenset(
         "security",
         "image",
         "ports",
+        "activity",
     }
 )
 FIELD_HINTS = {
@@ -190,7 +192,18 @@ def _read_profile(name: Any, entry: Any, problems: _Problems) -> models.GpuProfi
         security=_read_profile_security(entry.get("security"), f"{path}.security", problems),
         image=_read_image(entry.get("image"), f"{path}.image", problems),
         ports=_read_ports(entry.get("ports"), f"{path}.ports", problems),
+        activity=_read_activity(entry.get("activity"), f"{path}.activity", problems),
     )
+
+
+def _read_activity(raw: Any, path: str, problems: _Problems) -> str:
+    """Where else than its GPU a run shows activity: `jupyter` reads its Jupyter Server's kernels."""
+    if raw is None:
+        return ""
+    if raw not in notebooks.ACTIVITIES:
+        problems.add(path, f"must be one of {', '.join(sorted(notebooks.ACTIVITIES))}, not {raw!r}")
+        return ""
+    return str(raw)
 
 
 def _read_image(raw: Any, path: str, problems: _Problems) -> str:

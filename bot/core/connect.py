@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from bot.core import notices, workloads
 
@@ -39,6 +39,17 @@ def find_url(lines: Iterable[str], ports: Iterable[int]) -> str:
             if int(match[1]) in forwarded:
                 return local_url(match[0], int(match[1]))
     return ""
+
+
+def server_of(url: str) -> tuple[int, str]:
+    """The port and login token of a notebook's URL as `find_url` gave it; (0, "") without a token."""
+    parts = urlsplit(url)
+    token = parse_qs(parts.query).get("token", [""])[0]
+    try:
+        port = parts.port or 0
+    except ValueError:
+        port = 0
+    return (port, token) if port and token else (0, "")
 
 
 def local_url(url: str, port: int) -> str:

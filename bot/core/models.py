@@ -65,6 +65,9 @@ class GpuProfile:
     """The image a run of this profile gets when none is typed (a notebook profile's Jupyter image)."""
     ports: tuple[int, ...] = ()
     """Ports a run of this profile exposes when it names none (`--port`), e.g. Jupyter's 8888."""
+    activity: str = ""
+    """Where its runs show activity besides the GPU (`notebooks.JUPYTER`: its Jupyter Server's kernels),
+    which the idle reaper reads before calling a run idle; "" for the GPU alone."""
 
     @property
     def node_selector_map(self) -> dict[str, str]:

@@ -11,7 +11,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal, Protocol
 
-from bot.core import doctor_facts, idleness, lifecycle, notices, operations, pools, runform, workloads
+from bot.core import (
+    doctor_facts,
+    idleness,
+    lifecycle,
+    notebooks,
+    notices,
+    operations,
+    pools,
+    runform,
+    workloads,
+)
 
 ADDED: Final = "ADDED"
 MODIFIED: Final = "MODIFIED"
@@ -204,6 +214,15 @@ class GpuMetrics(Protocol):
 
         `Unavailable` when the store cannot answer: the caller then knows nothing (so: busy).
         """
+        ...
+
+
+class NotebookActivity(Protocol):
+    """What a notebook's Jupyter Server says of its kernels, read through the API server's pod proxy."""
+
+    def jupyter_activity(self, namespace: str, name: str, *, port: int, token: str) -> notebooks.Reading:
+        """Its activity, or `Unread` saying why not (unreachable, the token refused, an odd answer): a
+        notebook that cannot be read is a normal case the reaper words, not an error."""
         ...
 
 

@@ -79,6 +79,8 @@ class Marks:
     """The lease end the reminder was sent for."""
     nudged_for: datetime | None = None
     idle_warned_at: datetime | None = None
+    idle_evidence: str = ""
+    """What the idle warning was judged on, as `notebooks.mark` keeps it."""
     kept_until: datetime | None = None
     """The owner pressed Keep on an idle warning: no idle release before this."""
     telling_since: datetime | None = None
@@ -95,7 +97,8 @@ class Candidate:
     terminating: bool
     marks: Marks = Marks()
     idle: bool = False
-    """Idle by the metric for the whole window; False when the metric is missing or stale."""
+    """Idle by the metric for the whole window (and, for a notebook, by its Jupyter: `notebooks.judge`);
+    False when the metric is missing or stale."""
     delete_recorded: bool = False
     """The pod's newest audit record is a release or a reap."""
     start: starts.Start = field(default_factory=starts.Start)

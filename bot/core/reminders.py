@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from bot.core import notices, reaping, starts, workloads
+from bot.core import notebooks, notices, reaping, starts, workloads
 
 Act = reaping.Act
 
@@ -38,9 +38,11 @@ def message(
     policy: reaping.ReaperPolicy,
     *,
     start_error: str = "",
+    idleness: notebooks.Verdict | None = None,
 ) -> notices.Reminder:
     """The thread reply (and, for reminders, the DM) for one act; its buttons say what the owner can do.
-    `start_error`: the cluster's newest message about a failing start, quoted by a broken start's."""
+    `start_error`: the cluster's newest message about a failing start, quoted by a broken start's;
+    `idleness`: what an idle warning or release was judged on (the GPU alone when None)."""
     end = workload.lease_end or now
     deadline = end + policy.grace
     key = workload.key
@@ -58,11 +60,12 @@ def message(
         return notices.Reminder(text, key, notices.Buttons(extend=True, release=True))
     if act is Act.IDLE_WARN:
         release_at = now + policy.idle_grace
-        text = (
-            f":zzz: The GPU of {_what(workload)} has been idle for {_duration(policy.idle_window)} "
-            f"(under {policy.idle_threshold_percent:g}% use). "
-            f"It will be released {notices.clock_time(release_at)} unless you keep it."
-        )
+        under = f" (under {policy.idle_threshold_percent:g}% use)"
+        if _gpu_alone(idleness):
+            idle = f"The GPU of {_what(workload)} has been idle for {_duration(policy.idle_window)}{under}"
+        else:
+            idle = f"{_what(workload)} has been idle: {_evidence(idleness, policy.idle_window, under)}"
+        text = f":zzz: {idle}. It will be released {notices.clock_time(release_at)} unless you keep it."
         return notices.Reminder(text, key, notices.Buttons(keep=True, release=True))
     if act is Act.EXPIRE:
         text = (
@@ -71,9 +74,14 @@ def message(
         )
     elif act is Act.IDLE_RELEASE:
         idle_for = policy.idle_window + (now - (workload.marks.idle_warned_at or now))
+        idle = (
+            f"its GPU was idle for {_duration(idle_for)}"
+            if _gpu_alone(idleness)
+            else f"{_evidence(idleness, idle_for)},"
+        )
         text = (
-            f":wastebasket: Released {_what(workload)} {notices.clock_time(now)}: its GPU was idle for "
-            f"{_duration(idle_for)} and nobody kept it. {rerun(workload)}"
+            f":wastebasket: Released {_what(workload)} {notices.clock_time(now)}: {idle} and nobody kept it. "
+            f"{rerun(workload)}"
         )
     elif act is Act.BROKEN_START:
         text = broken_start(workload, now, start_error)
@@ -127,6 +135,15 @@ DRY_RUN_VERBS = {Act.BROKEN_START: "release (its start is broken)"}
 def dry_run(act: Act, workload: workloads.Workload) -> str:
     verb = DRY_RUN_VERBS.get(act, act.value.replace("-", " "))
     return f":test_tube: Dry run: the reaper would {verb} `{workload.name}` now."
+
+
+def _gpu_alone(idleness: notebooks.Verdict | None) -> bool:
+    """Judged on a workload's GPU only, as for any profile without an `activity:`."""
+    return idleness is None or idleness.evidence is notebooks.Evidence.GPU
+
+
+def _evidence(idleness: notebooks.Verdict | None, gpu_idle_for: timedelta, under: str = "") -> str:
+    return notebooks.evidence_text(idleness or notebooks.Verdict(True), gpu_idle_for, under=under)
 
 
 def _duration(span: timedelta) -> str:

@@ -9,7 +9,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.core import connect, episodes, explain, lifecycle, models, notices, podspec, reaping, workloads
+from bot.core import (
+    connect,
+    episodes,
+    explain,
+    lifecycle,
+    models,
+    notebooks,
+    notices,
+    podspec,
+    reaping,
+    workloads,
+)
 
 Step = lifecycle.Step
 TIMELINE_LABELS: Mapping[Step, str] = {
@@ -20,6 +31,8 @@ TIMELINE_LABELS: Mapping[Step, str] = {
 }
 """The steps a thread's timeline names: the ends of its waits. The others (node provisioning, GPU
 allocatable, pulling) happen within seconds of one of these, or show as the headline while they last."""
+IDLE_WINDOW = reaping.ReaperPolicy().idle_window
+"""The reaper's default idle window, for lines shown where its settings are not at hand (App Home)."""
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 VERDICT_WAIT = timedelta(seconds=30)
 """How long a thread holds back the scheduler's "no node fits" for the autoscaler's verdict (a scale-up,
@@ -299,7 +312,13 @@ def free_gpus(
     return free
 
 
-def workload_line(workload: workloads.Workload, now: datetime, *, with_owner: bool) -> str:
+def workload_line(
+    workload: workloads.Workload,
+    now: datetime,
+    *,
+    with_owner: bool,
+    idle_window: timedelta = IDLE_WINDOW,
+) -> str:
     since = workload.created_at or workload.requested_at
     age = notices.format_elapsed((now - since).total_seconds()) if since else "?"
     where = f"on {workload.node}" if workload.node else "no node yet"
@@ -311,7 +330,18 @@ def workload_line(workload: workloads.Workload, now: datetime, *, with_owner: bo
     )
     owner = f" · {workload.requester_name or workload.owner_id}" if with_owner else ""
     gpus = notices.format_gpus(workload.gpus, workload.profile)
-    return f"• `{workload.name}` — {phase}, {where} · age {age} · {lease} · {gpus}{owner}"
+    line = f"• `{workload.name}` — {phase}, {where} · age {age} · {lease} · {gpus}{owner}"
+    return line + idle_note(workload, now, idle_window)
+
+
+def idle_note(workload: workloads.Workload, now: datetime, idle_window: timedelta) -> str:
+    """Once the reaper has warned that it is idle: on what evidence, so a notebook's owner sees that their
+    kernels were looked at too."""
+    warned = workload.marks.idle_warned_at
+    if warned is None or workload.deletion_requested:
+        return ""
+    verdict = notebooks.from_mark(workload.marks.idle_evidence)
+    return f" · idle: {notebooks.evidence_text(verdict, idle_window + (now - warned))}"
 
 
 def cost_text(view: PoolCapacity) -> str:
@@ -342,12 +372,13 @@ def status_report(
     spent_today: float | None = None,
     spend_unknown: bool = False,
     warm_lines: Iterable[str] = (),
+    idle_window: timedelta = IDLE_WINDOW,
 ) -> notices.Ephemeral:
     """`spent_today`: what the caller's finished runs cost today (UTC), when a store keeps it;
     `spend_unknown` when it keeps it but cannot be read now."""
     title = "*All gpubot workloads*" if everyone else "*Your workloads*"
     lines = [title]
-    lines += [workload_line(w, now, with_owner=everyone) for w in mine] or [
+    lines += [workload_line(w, now, with_owner=everyone, idle_window=idle_window) for w in mine] or [
         "none — start one with `/gpu run IMAGE`"
     ]
     lines.append("*GPU pools*")

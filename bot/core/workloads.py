@@ -161,6 +161,7 @@ def from_pod(pod: Body) -> Workload | None:
             reminded_for=_time(notes.get(labels.REMINDED_FOR_ANNOTATION)),
             nudged_for=_time(notes.get(labels.NUDGED_FOR_ANNOTATION)),
             idle_warned_at=_time(notes.get(labels.IDLE_WARNED_AT_ANNOTATION)),
+            idle_evidence=_text(notes.get(labels.IDLE_EVIDENCE_ANNOTATION)),
             kept_until=_time(notes.get(labels.KEPT_UNTIL_ANNOTATION)),
             telling_since=_time(notes.get(labels.TELLING_SINCE_ANNOTATION)),
         ),

@@ -420,6 +420,7 @@ class Launcher:
             spent_today=spent if self._store else None,
             spend_unknown=spent is None,
             warm_lines=self.warm_lines(now) if self.warm_lines else [],
+            idle_window=self._settings.reaper.idle_window,
         )
         self._chat.ephemeral(channel, user, report)
         return report

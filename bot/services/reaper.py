@@ -25,10 +25,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from bot.core import (
+    connect,
     errors,
     idleness,
     labels,
     models,
+    notebooks,
     notices,
     podspec,
     ports,
@@ -50,6 +52,7 @@ SCRAPE_INTERVAL = timedelta(seconds=15)
 CLAIM_SECONDS = 24 * 3600
 """How long a dry run remembers it said what it would do."""
 CLAIM = labels.TELLING_SINCE_ANNOTATION
+EVIDENCE = labels.IDLE_EVIDENCE_ANNOTATION
 DELETE_ATTEMPTS = 3
 """Tries at a delete on record while the kubelet keeps changing the pod (each a Conflict of its own)."""
 MARKS: dict[Act, str] = {
@@ -61,6 +64,17 @@ MARKS: dict[Act, str] = {
 TELL_WAIT_SECONDS = 10.0
 """How long one message waits for Slack within a round (the outbox retries inside it). Shorter than the
 outbox's minute: after the first message Slack could not take, the round leaves the rest to the next."""
+
+
+@dataclass(frozen=True)
+class Notebooks:
+    """Where notebooks show activity besides their GPU: read before one is called idle."""
+
+    reader: ports.NotebookActivity
+    profiles: frozenset[str]
+    """The profiles with `activity: jupyter`."""
+    url_of: Callable[[str], str]
+    """The URL with its token a workload's output showed (the tracker's, by workload key); "" if none yet."""
 
 
 @dataclass(frozen=True)
@@ -88,10 +102,12 @@ class Reaper:
         replica: str = "",
         tell_wait_seconds: float = TELL_WAIT_SECONDS,
         start_errors: Callable[[str], str] | None = None,
+        notebooks_seen: Notebooks | None = None,
     ) -> None:
         """`live_workloads`: gpubot's pods as the informers hold them now (the tracker's view);
         `replica` names this replica in the journal of deletes not yet told; `start_errors` gives the
-        cluster's newest message about a workload's failing start (from the events the tracker saw)."""
+        cluster's newest message about a workload's failing start (from the events the tracker saw);
+        `notebooks_seen` reads a notebook's Jupyter before it is called idle."""
         self._telemetry = telemetry
         self._cluster = cluster
         self._chat = chat_port
@@ -102,6 +118,9 @@ class Reaper:
         self._store = store
         self._metrics = metrics
         self._start_errors = start_errors
+        self._notebooks = notebooks_seen
+        self._verdicts: dict[str, notebooks.Verdict] = {}
+        """This round's idle verdicts by workload key: what its words say it was judged on."""
         self._teller = tellings.Teller(chat_port, wait_seconds=tell_wait_seconds, telemetry=telemetry)
         self._journal = tellings.Journal(store, replica=replica)
         self._untold: dict[str, tellings.Telling] = {}
@@ -113,7 +132,8 @@ class Reaper:
         """One round: the acts on the cluster first, then the messages (deletes told, reminders)."""
         now = self._clock()
         found = list(self._live_workloads())
-        idle = self._idle_pods(found, now)
+        self._verdicts = self._idleness(found, now)
+        idle = {w.name for w in found if (v := self._verdicts.get(w.key)) is not None and v.idle}
         self._slack_waits = False
         due = [
             (w, act) for w in found if (act := reaping.decide(self._candidate(w, idle), now, self._policy))
@@ -148,6 +168,26 @@ class Reaper:
         return Done(workload.key, act, self._policy.dry_run)
 
     # -- idleness --------------------------------------------------------------------------------
+    def _idleness(self, found: list[workloads.Workload], now: datetime) -> dict[str, notebooks.Verdict]:
+        """A verdict for each workload whose GPU sat idle; a notebook's Jupyter is read only then."""
+        gpu_idle = self._idle_pods(found, now)
+        return {w.key: self._judge(w, now) for w in found if w.name in gpu_idle}
+
+    def _judge(self, workload: workloads.Workload, now: datetime) -> notebooks.Verdict:
+        seen = self._notebooks
+        if seen is None or workload.profile not in seen.profiles:
+            return notebooks.Verdict(True)
+        port, token = connect.server_of(seen.url_of(workload.key))
+        reading: notebooks.Reading = (
+            seen.reader.jupyter_activity(workload.namespace, workload.name, port=port, token=token)
+            if token
+            else notebooks.Unread("gpubot has not seen its login token in its log")
+        )
+        verdict = notebooks.judge(True, reading, window=self._policy.idle_window, now=now)
+        if verdict.evidence is notebooks.Evidence.GPU_UNREAD:
+            logger.info("%s: GPU idle, Jupyter not read (%s)", workload.key, verdict.why_unread)
+        return verdict
+
     def _idle_pods(self, found: list[workloads.Workload], now: datetime) -> set[str]:
         """Running pods whose GPU sat idle for the whole window; unknown counts as busy."""
         running = [w.name for w in found if w.phase == "Running" and not w.deletion_requested]
@@ -180,7 +220,7 @@ class Reaper:
             logger.info("%s: its release was recorded but not carried out; deleting it now", workload.key)
             return self._delete(act, workload)
         if act is Act.IDLE_CLEAR:
-            return bool(self._annotate(workload, {MARKS[act]: ""}, act, guarded=True))
+            return bool(self._annotate(workload, {MARKS[act]: "", EVIDENCE: ""}, act, guarded=True))
         return self._reap(act, workload, now)
 
     def _reap(self, act: Act, workload: workloads.Workload, now: datetime) -> bool:
@@ -194,7 +234,14 @@ class Reaper:
         if not claimed:
             return False
         start_error = self._start_errors(workload.key) if self._start_errors else ""
-        message = reminders.message(act, workload, now, self._policy, start_error=start_error)
+        message = reminders.message(
+            act,
+            workload,
+            now,
+            self._policy,
+            start_error=start_error,
+            idleness=self._verdicts.get(workload.key),
+        )
         telling = tellings.Telling(
             tellings.telling_key(workload.uid, act.value),
             tellings.Target.of(act.value, workload),
@@ -217,13 +264,17 @@ class Reaper:
         """Claim, deliver (thread, else DM), mark done; a Slack that cannot take it now frees the claim."""
         if not self._annotate(workload, {CLAIM: podspec.format_time(now)}, act, guarded=True):
             return False
-        message = reminders.message(act, workload, now, self._policy)
+        verdict = self._verdicts.get(workload.key)
+        message = reminders.message(act, workload, now, self._policy, idleness=verdict)
         delivery = self._teller.deliver(message, tellings.Target.of(act.value, workload))
         if delivery.outcome is tellings.Outcome.LATER:
             self._slack_waits = True
             self._annotate(workload, {CLAIM: ""}, act)  # nothing went out: the next round tries again
             return False
-        self._annotate(workload, {MARKS[act]: self._mark_value(act, workload, now), CLAIM: ""}, act)
+        marks = {MARKS[act]: self._mark_value(act, workload, now), CLAIM: ""}
+        if act is Act.IDLE_WARN:
+            marks[EVIDENCE] = notebooks.mark(verdict or notebooks.Verdict(True))
+        self._annotate(workload, marks, act)
         if delivery.outcome is tellings.Outcome.THREAD and workload.owner_id:
             self._chat.dm(workload.owner_id, replace(message, thread_channel=workload.channel))
         return True

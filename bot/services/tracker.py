@@ -171,6 +171,12 @@ class Tracker:
             self._ended.clear()
             return len(self._threads)
 
+    def url(self, key: str) -> str:
+        """What a workload's output showed to open (a notebook's URL with its token); "" if nothing yet."""
+        with self._lock:
+            thread = self._threads.get(key)
+            return thread.url if thread is not None else ""
+
     def url_found(self, key: str, url: str) -> None:
         """A running workload's URL, read from its output: its Connect section says what to open."""
         with self._lock:

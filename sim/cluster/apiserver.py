@@ -32,11 +32,13 @@ from sim.cluster import (
     events,
     eviction,
     faults,
+    jupyter,
     logs,
     messages,
     metadata,
     patches,
     podlogs,
+    podproxy,
     podsecurity,
     protobuf,
     rbacvalidation,
@@ -91,6 +93,7 @@ class ApiServer:
         self.logs = kept or logs.LogStore()
         self.traffic = traffic.Traffic()
         self.faults = faults.ApiFaults(store)
+        self.notebooks = jupyter.Servers(store)
 
     # -- wiring ----------------------------------------------------------------------------
     def routes(self) -> list[web.RouteDef]:
@@ -153,6 +156,8 @@ class ApiServer:
         is_collection = not target.name
         if target.subresource in streaming.SUBRESOURCES:
             return streaming.serve(request, self.store, target.subresource, target.namespace, target.name)
+        if target.subresource == "proxy":
+            return podproxy.serve(request, self.store, self.notebooks, target.namespace, target.name)
         if target.subresource == "log":
             if method != "GET":
                 raise errors.method_not_allowed()

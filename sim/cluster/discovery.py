@@ -33,6 +33,7 @@ SUBRESOURCE_KINDS = {
     "exec": "PodExecOptions",
     "attach": "PodAttachOptions",
     "portforward": "PodPortForwardOptions",
+    "proxy": "PodProxyOptions",
 }
 SUBRESOURCE_VERBS = {
     "binding": ["create"],
@@ -40,6 +41,7 @@ SUBRESOURCE_VERBS = {
     "log": ["get"],
     "token": ["create"],
     **{sub: ["create", "get"] for sub in ("exec", "attach", "portforward")},
+    "proxy": ["create", "delete", "get", "patch", "update"],
 }
 """As `kubectl get --raw /api/v1` lists them; connect subresources take GET (WebSocket) and POST (SPDY)."""
 

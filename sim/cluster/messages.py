@@ -384,5 +384,22 @@ def no_host_assigned(pod: str) -> str:
     return f"pod {pod} does not have a host assigned"
 
 
+def dial_refused(host: str, port: int | str) -> str:
+    return f"dial tcp {host}:{port}: connect: connection refused"
+
+
 def kubelet_refused(host: str, port: int) -> str:
-    return f"error dialing backend: dial tcp {host}:{port}: connect: connection refused"
+    return f"error dialing backend: {dial_refused(host, port)}"
+
+
+# -- pods/proxy (sim/cluster/podproxy.py). kubernetes/kubernetes pkg/registry/core/pod/strategy.go
+# ResourceLocation (read at 03e0602; the same since v1.20): the id is SplitSchemeNamePort'd
+# (staging/src/k8s.io/apimachinery/pkg/util/net/port_split.go), a pod without a global unicast IP is
+# refused. A dial error reaches the client through httputil.ReverseProxy's ErrorHandler, the apiserver's
+# responder (a 500 Status with no reason) and, unwrapped, as the Go net error.
+
+ADDRESS_NOT_ALLOWED = "address not allowed"
+
+
+def invalid_pod_request(pod_id: str) -> str:
+    return f'invalid pod request "{pod_id}"'

@@ -48,7 +48,7 @@ PODS = Resource(
     True,
     "V1Pod",
     ("po",),
-    ("status", "binding", "eviction", "log", "ephemeralcontainers", "exec", "attach", "portforward"),
+    ("status", "binding", "eviction", "log", "ephemeralcontainers", "exec", "attach", "portforward", "proxy"),
 )
 NODES = Resource("", "v1", "nodes", "Node", "node", False, "V1Node", ("no",), ("status",))
 EVENTS = Resource("", "v1", "events", "Event", "event", True, "CoreV1Event", ("ev",))

@@ -27,9 +27,16 @@ def rule(group: str, resource: str, verbs: set[str] | frozenset[str], names: tup
 
 
 def expected_rbac(
-    *, release: str, namespace: str, workload: str, lease: str | None, pods_everywhere: bool = False
+    *,
+    release: str,
+    namespace: str,
+    workload: str,
+    lease: str | None,
+    pods_everywhere: bool = False,
+    pod_proxy: bool = True,
 ) -> dict[tuple[str, ...], set[Rule]]:
-    """Role → rules: what gpubot needs, and nothing more (lease rules only with leader election on)."""
+    """Role → rules: what gpubot needs, and nothing more (lease rules only with leader election on, the pod
+    proxy only while a profile has `activity:`)."""
     leases = {
         rule(COORDINATION, "leases", {"create"}),  # RBAC cannot bind a create to a name
         rule(COORDINATION, "leases", {"get", "update"}, (lease or "",)),
@@ -42,7 +49,8 @@ def expected_rbac(
             rule(CORE, "configmaps", {"create"}),
             rule(CORE, "configmaps", READ | {"update"}, ("gpubot-warm",)),
         }
-        | (leases if lease else set()),
+        | (leases if lease else set())
+        | ({rule(CORE, "pods/proxy", {"get"})} if pod_proxy else set()),
         ("ClusterRole", "", f"{namespace}-{release}"): {rule(CORE, "nodes", READ)}
         | ({rule(CORE, "pods", {"list"})} if pods_everywhere else set()),
         ("Role", "kube-system", f"{namespace}-{release}-autoscaler-status"): {
@@ -77,6 +85,16 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "workload": WORKLOADS,
             "lease": "gpubot-leader",
             "pods_everywhere": True,
+        },
+    ),
+    "no profile reads a notebook's activity": (
+        {"profiles": {"profiles": {"notebook": {"activity": None}}}},
+        {
+            "release": "gpubot",
+            "namespace": "gpubot",
+            "workload": WORKLOADS,
+            "lease": "gpubot-leader",
+            "pod_proxy": False,
         },
     ),
 }
@@ -126,6 +144,8 @@ def client_calls(*, workload: str, lease: str) -> dict[str, list[Request]]:
         "patch_namespaced_pod": [Request(workload, CORE, "pods", "patch")],
         "read_namespaced_pod": [Request(workload, CORE, "pods", "get")],
         "read_namespaced_pod_log": [Request(workload, CORE, "pods/log", "get")],
+        # Only for profiles with `activity: jupyter`: the idle reaper reads a notebook's Jupyter.
+        "connect_get_namespaced_pod_proxy_with_path": [Request(workload, CORE, "pods/proxy", "get")],
         # Informers list, then watch from the list's resourceVersion.
         "list_namespaced_pod": [
             Request(workload, CORE, "pods", "list"),
@@ -234,6 +254,10 @@ def test_every_kubernetes_call_the_bot_makes_is_allowed(case: str) -> None:
         if method == "list_pod_for_all_namespaces":
             allowed = all(is_allowed(objects, account, r) for r in calls[method])
             assert allowed == names.get("pods_everywhere", False), "pods in every namespace: only when asked"
+            continue
+        if method == "connect_get_namespaced_pod_proxy_with_path":
+            allowed = all(is_allowed(objects, account, r) for r in calls[method])
+            assert allowed == names.get("pod_proxy", True), "the pod proxy: only for a profile's activity"
             continue
         for request in calls[method]:
             assert is_allowed(objects, account, request), f"{method}: RBAC forbids {request}"

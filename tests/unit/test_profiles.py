@@ -118,6 +118,7 @@ def _profile(body: str) -> str:
         (_profile("ports: [0]"), "profiles.p.ports: ports are distinct numbers from 1 to 65535"),
         (_profile("ports: [8888, 8888]"), "profiles.p.ports: ports are distinct numbers"),
         (_profile("ports: [1, 2, 3, 4, 5, 6, 7, 8, 9]"), "profiles.p.ports: at most 8 ports"),
+        (_profile("activity: kernels"), "profiles.p.activity: must be one of jupyter, not 'kernels'"),
     ],
 )
 def test_bad_profiles_are_refused_with_their_path(yaml_text: str, problem: str) -> None:
@@ -137,6 +138,12 @@ def test_a_profile_may_name_its_image_and_ports() -> None:
         "p"
     ]
     assert (profile.image, profile.ports) == ("quay.io/jupyter/base-notebook", (8888, 6006))
+
+
+def test_the_notebook_profile_reads_its_jupyter_and_others_their_gpu_alone() -> None:
+    shipped = profiles.load_profiles(profiles.BUILTIN_PROFILES_YAML)
+    assert {name: p.activity for name, p in shipped.items()} == {"t4": "", "notebook": "jupyter"}
+    assert profiles.load_profiles(_profile("activity: jupyter"))["p"].activity == "jupyter"
 
 
 def test_minimal_profile_gets_defaults() -> None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.core import notices, reaping, reminders, starts, workloads
+from bot.core import notebooks, notices, reaping, reminders, starts, status, workloads
 
 END = datetime(2026, 3, 1, 14, 0, tzinfo=UTC)
 POLICY = reaping.ReaperPolicy(idle_window=timedelta(minutes=45), idle_grace=timedelta(minutes=15))
@@ -55,6 +55,54 @@ def test_the_idle_warning_offers_keep_and_release() -> None:
         ":zzz: The GPU of `gpu-u-alice-1a2b3c` (1 GPU (t4)) has been idle for 45m00s (under 5% use). "
         "It will be released Sun 12:15 UTC unless you keep it."
     )
+
+
+NOTEBOOK = dataclasses.replace(WORKLOAD, profile="notebook", command="/gpu run --type notebook")
+QUIET = notebooks.Verdict(True, notebooks.Evidence.NOTEBOOK, quiet_since=END - timedelta(hours=3))
+UNREAD = notebooks.Verdict(
+    True, notebooks.Evidence.GPU_UNREAD, why_unread="the API server could not reach its Jupyter"
+)
+
+
+def test_a_notebooks_idle_warning_says_its_kernels_were_quiet_too() -> None:
+    warning = reminders.message(Act.IDLE_WARN, NOTEBOOK, END - timedelta(hours=2), POLICY, idleness=QUIET)
+    assert warning.buttons == notices.Buttons(keep=True, release=True)
+    assert notices.moments(warning.text) == (
+        ":zzz: `gpu-u-alice-1a2b3c` (1 GPU (notebook)) has been idle: GPU idle 45m00s (under 5% use) and no "
+        "notebook activity since Sun 11:00 UTC. It will be released Sun 12:15 UTC unless you keep it."
+    )
+
+
+def test_a_notebook_whose_jupyter_could_not_be_read_is_told_the_gpu_alone_decided() -> None:
+    warning = reminders.message(Act.IDLE_WARN, NOTEBOOK, END - timedelta(hours=2), POLICY, idleness=UNREAD)
+    assert notices.moments(warning.text) == (
+        ":zzz: `gpu-u-alice-1a2b3c` (1 GPU (notebook)) has been idle: GPU idle 45m00s (under 5% use); its "
+        "notebook's activity could not be read (the API server could not reach its Jupyter), so the GPU "
+        "alone decided. It will be released Sun 12:15 UTC unless you keep it."
+    )
+
+
+def test_a_notebooks_release_says_what_it_was_judged_on() -> None:
+    warned = dataclasses.replace(NOTEBOOK, marks=reaping.Marks(idle_warned_at=END - timedelta(hours=2)))
+    released = reminders.message(
+        Act.IDLE_RELEASE, warned, END - timedelta(minutes=105), POLICY, idleness=QUIET
+    )
+    assert notices.moments(released.text) == (
+        ":wastebasket: Released `gpu-u-alice-1a2b3c` (1 GPU (notebook)) Sun 12:15 UTC: GPU idle 1h00m and no "
+        "notebook activity since Sun 11:00 UTC, and nobody kept it. "
+        "To run it again: `/gpu run --type notebook`"
+    )
+
+
+def test_the_status_line_of_an_idle_warned_notebook_says_on_what_evidence() -> None:
+    marks = reaping.Marks(idle_warned_at=END - timedelta(minutes=10), idle_evidence=notebooks.mark(QUIET))
+    line = status.workload_line(dataclasses.replace(NOTEBOOK, marks=marks), END, with_owner=False)
+    assert notices.moments(line).endswith(
+        " · idle: GPU idle 55m00s and no notebook activity since Sun 11:00 UTC"
+    )
+    gpu_only = dataclasses.replace(WORKLOAD, marks=reaping.Marks(idle_warned_at=END, idle_evidence="gpu"))
+    assert status.workload_line(gpu_only, END, with_owner=False).endswith(" · idle: GPU idle 45m00s")
+    assert " idle" not in status.workload_line(WORKLOAD, END, with_owner=False)
 
 
 def test_reaps_say_what_when_why_and_how_to_run_again() -> None:
