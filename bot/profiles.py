@@ -60,6 +60,7 @@ PROFILE_FIELDS = frozenset(
         "security",
         "image",
         "ports",
+        "queue",
     }
 )
 FIELD_HINTS = {
@@ -190,7 +191,24 @@ def _read_profile(name: Any, entry: Any, problems: _Problems) -> models.GpuProfi
         security=_read_profile_security(entry.get("security"), f"{path}.security", problems),
         image=_read_image(entry.get("image"), f"{path}.image", problems),
         ports=_read_ports(entry.get("ports"), f"{path}.ports", problems),
+        queue=_read_queue(entry.get("queue"), f"{path}.queue", problems),
     )
+
+
+def _read_queue(raw: Any, path: str, problems: _Problems) -> str:
+    """A LocalQueue's name, as Kueue's `LocalQueueName` pattern has it (a DNS-1123 subdomain;
+    kubernetes-sigs/kueue v0.19.2 apis/kueue/v1beta2/localqueue_types.go), and short enough for the pod
+    label that carries it (63 characters)."""
+    if raw is None:
+        return ""
+    if (
+        not isinstance(raw, str)
+        or len(raw) > labels.LABEL_VALUE_MAX
+        or not all(labels.is_dns1123_label(part) for part in raw.split("."))
+    ):
+        problems.add(path, f"{raw!r} is not a LocalQueue name (lowercase letters, digits, '-' and '.')")
+        return ""
+    return raw
 
 
 def _read_image(raw: Any, path: str, problems: _Problems) -> str:

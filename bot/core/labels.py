@@ -47,6 +47,10 @@ TELLING_SINCE_ANNOTATION = "gpubot.dev/telling-since"
 REQUEST_ANNOTATION = "gpubot.dev/slack-request"
 """A digest of the Slack request (trigger id) that asked for the pod: a redelivery finds it and stops."""
 
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+"""The LocalQueue a pod is submitted to: Kueue gates such a pod until its Workload is admitted
+(kubernetes-sigs/kueue v0.19.2 pkg/controller/constants/constants.go, `QueueLabel`)."""
+
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"

@@ -65,6 +65,9 @@ class GpuProfile:
     """The image a run of this profile gets when none is typed (a notebook profile's Jupyter image)."""
     ports: tuple[int, ...] = ()
     """Ports a run of this profile exposes when it names none (`--port`), e.g. Jupyter's 8888."""
+    queue: str = ""
+    """The Kueue LocalQueue its runs are submitted to (the pod label `kueue.x-k8s.io/queue-name`); empty
+    when Kueue does not manage its pods."""
 
     @property
     def node_selector_map(self) -> dict[str, str]:

@@ -55,6 +55,9 @@ class Workload:
     """How its container waits to start (reason, message), and since when the kubelet has been starting it."""
     ports: tuple[int, ...] = ()
     """Its container's ports (`--port`, or its profile's), which the thread's Connect section forwards."""
+    queue: str = ""
+    """The Kueue LocalQueue it was submitted to (its `kueue.x-k8s.io/queue-name` label); empty when Kueue
+    does not manage it."""
 
     @property
     def key(self) -> str:
@@ -168,6 +171,7 @@ def from_pod(pod: Body) -> Workload | None:
         finished_at=finished_at(pod),
         start=start_of(status),
         ports=container_ports(containers[0]) if containers else (),
+        queue=_text(_map(metadata.get("labels")).get(labels.KUEUE_QUEUE_LABEL)),
     )
 
 
