@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core import explain, podspec, quantities, queue
+from bot.core import explain, lifecycle, podspec, quantities, queue
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"
@@ -55,6 +55,10 @@ class Workload:
     waiting_message: str = ""
     """The QuotaReserved=False condition's reason and message: why Kueue does not admit it."""
     finished: bool = False
+    pod_name: str = ""
+    since: datetime | None = None
+    """When it was admitted (the Admitted condition's lastTransitionTime), else when its wait was last
+    explained (QuotaReserved's)."""
 
     @property
     def key(self) -> str:
@@ -107,7 +111,6 @@ def read_workload(obj: Body, *, resource: str) -> Workload:
     quota = _condition(status, QUOTA_RESERVED) or {}
     admitted, finished = _condition(status, ADMITTED) or {}, _condition(status, FINISHED) or {}
     priority = spec.get("priority")
-    created = _text(metadata.get("creationTimestamp"))
     waiting = quota.get("status") == "False"
     return Workload(
         namespace=_text(metadata.get("namespace")),
@@ -116,14 +119,30 @@ def read_workload(obj: Body, *, resource: str) -> Workload:
         pod_uid=_text(owner.get("uid")),
         queue=_text(spec.get("queueName")),
         priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
-        created=podspec.parse_time(created) if created else None,
+        created=_time(metadata.get("creationTimestamp")),
         gpus=sum(_pod_set_gpus(p, resource) for p in _maps(spec.get("podSets"))),
         admitted=admitted.get("status") == "True",
         reserved_in=_text(_map(status.get("admission")).get("clusterQueue")),
         waiting_reason=_text(quota.get("reason")) if waiting else "",
         waiting_message=_text(quota.get("message")) if waiting else "",
         finished=finished.get("status") == "True",
+        pod_name=_text(owner.get("name")),
+        since=_time((admitted if admitted.get("status") == "True" else quota).get("lastTransitionTime")),
     )
+
+
+def _time(value: Any) -> datetime | None:
+    return podspec.parse_time(value) if isinstance(value, str) and value else None
+
+
+def observe(workload: Workload, *, at: datetime) -> lifecycle.KueueSeen:
+    """What its Workload tells the pod's thread: admitted, or why not (`at` when the Workload does not
+    date it)."""
+    when = workload.since or at
+    if workload.admitted:
+        return lifecycle.KueueSeen(when, admitted=True, queue=workload.queue)
+    problem = waiting_problem(workload, workload.queue)
+    return lifecycle.KueueSeen(when, admitted=False, queue=workload.queue, problem=problem)
 
 
 def local_queue_target(obj: Body) -> tuple[str, str]:
