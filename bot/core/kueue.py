@@ -73,8 +73,10 @@ class ClusterQueue:
     reserved: Mapping[str, int]
     """Resource → quota reserved now (status.flavorsReservation), summed over flavors."""
 
-    def free(self, resource: str) -> int:
-        return max(self.quota.get(resource, 0) - self.reserved.get(resource, 0), 0)
+    def free(self, resource: str, *, reserved_seen: int = 0) -> int:
+        """Quota nobody holds: `reserved_seen` counts the reserving Workloads gpubot sees, for when the
+        ClusterQueue's status has not caught up (or does not say)."""
+        return max(self.quota.get(resource, 0) - max(self.reserved.get(resource, 0), reserved_seen), 0)
 
 
 def _map(value: Any) -> Body:

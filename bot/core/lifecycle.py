@@ -46,6 +46,8 @@ class PodSeen:
     exit_code: int | None = None
     restarts: int = 0
     deleted: bool = False
+    admitted_to: str = ""
+    """The Kueue queue that admitted it (its gate is lifted); empty for a pod Kueue does not manage."""
 
 
 @dataclass(frozen=True)
@@ -246,6 +248,8 @@ def _on_pod(progress: Progress, seen: PodSeen) -> tuple[Progress, list[Milestone
             Milestone(None, seen.at, "deleted", outcome=Outcome.DELETED)
         ]
     out: list[Milestone] = []
+    if seen.admitted_to:  # the Workload's own word may come later: the watches are not ordered
+        progress, out = _on_kueue(progress, KueueSeen(seen.at, admitted=True, queue=seen.admitted_to))
     if seen.node and not progress.node:
         progress, step = _reach(
             replace(progress, node=seen.node), Step.SCHEDULED, seen.at, f"scheduled on {seen.node}"

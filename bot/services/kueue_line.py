@@ -67,12 +67,13 @@ class KueueLine:
                 self._workloads.pop(found.key, None)
             else:
                 self._workloads[found.key] = found
+        seen = None if change == ports.DELETED else kueue.observe(found, at=self._clock())
+        self._tell(_pod_key(found) if found.pod_name else "", seen)  # its own thread first, then the line
         if found.queue in self._resources and self._read_pending is not None:
             summary = self._read_pending(found.queue)
             with self._lock:
                 self._summaries[found.queue] = None if summary is None else kueue.read_summary(summary)
-        seen = None if change == ports.DELETED else kueue.observe(found, at=self._clock())
-        self._tell(_pod_key(found) if found.pod_name else "", seen)
+            self._tell("", None)
 
     def on_local_queue(self, change: str, obj: Mapping[str, Any]) -> None:
         key, target = kueue.local_queue_target(obj)
@@ -137,10 +138,11 @@ class KueueLine:
             and (held := queue.holder(t.workload, policy, now)) is not None
         ]
         known = self._cluster_queues.get(cluster_queue)
+        reserving = [w for w in self._workloads.values() if w.reserved_in == cluster_queue and not w.finished]
         places = kueue.places(
             pending,
             holders,
-            free=known.free(resource) if known is not None else 0,
+            free=known.free(resource, reserved_seen=sum(w.gpus for w in reserving)) if known else 0,
             summary=self._summary(q for q in local_queues if q in self._resources),
         )
         by_key = {w.key: w for w in pending}
