@@ -205,6 +205,7 @@ def build(
             chat_port=chat,
             policy=settings.policy(),
             clock=clock,
+            read_kueue=kueue_watch.read_facts if kueue_watch is not None else None,
         ),
         asks=asks_service.Asks(
             cluster,

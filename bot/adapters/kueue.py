@@ -14,7 +14,7 @@ from typing import Any
 from kubernetes import client
 
 from bot.adapters import kube
-from bot.core import errors, kueue, ports
+from bot.core import doctor_facts, errors, kueue, ports
 
 logger = logging.getLogger(__name__)
 
@@ -92,3 +92,29 @@ class KueueWatch:
                 "Kueue's visibility API did not answer for %s (%s): using Workload order", local_queue, err
             )
             return None
+
+    def read_facts(self) -> doctor_facts.KueueFacts:
+        """What `gpubot doctor` checks: Kueue's API served, the namespace's LocalQueues, the ClusterQueues."""
+        namespaced = (kueue.GROUP, kueue.VERSION, self.cluster.namespace, kueue.LOCAL_QUEUES)
+        try:
+            local = self.cluster._read(
+                "listing LocalQueues", self.custom.list_namespaced_custom_object, *namespaced
+            )
+            found = self.cluster._read(
+                "listing ClusterQueues",
+                self.custom.list_cluster_custom_object,
+                kueue.GROUP,
+                kueue.VERSION,
+                kueue.CLUSTER_QUEUES,
+            )
+        except errors.NotFound:
+            return doctor_facts.KueueFacts(served=False)
+        except errors.GpubotError as err:
+            return doctor_facts.KueueFacts(served=True, error=str(err))
+        targets = dict(kueue.local_queue_target(item) for item in local.get("items") or [])
+        queues = [kueue.read_cluster_queue(item) for item in found.get("items") or []]
+        return doctor_facts.KueueFacts(
+            served=True,
+            local_queues={key.split("/", 1)[1]: target for key, target in targets.items()},
+            cluster_queues={q.name: q for q in queues},
+        )

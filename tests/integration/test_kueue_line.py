@@ -9,9 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes import client
 
 from bot import runtime, settings
-from bot.core import labels
+from bot.adapters import kube
+from bot.adapters import kueue as kueue_adapter
+from bot.core import doctor_kueue, labels, models
+from bot.core.doctor_facts import Status
 from bot.testing import stages
 from sim.cluster import config, world
 from sim.cluster import kueue as sim_kueue
@@ -105,3 +109,18 @@ def test_kueues_quota_makes_the_line_and_admission_moves_it(
     running = lambda: [r for r in replies(slack, root_of(sim, slack, "U_ADMIN")) if "Running on" in r]  # noqa: E731
     (told,) = slack.wait_until(running, timeout=WAIT)
     assert told.startswith("<@U_ADMIN> Running on "), told
+
+
+def test_doctor_reads_kueues_queues_and_says_what_is_missing(kueue_sim: world.BackgroundWorld) -> None:
+    """Against a cluster with Kueue the queue checks pass, or name the missing LocalQueue."""
+    profiles = {
+        "t4": models.GpuProfile("t4", queue=QUEUE),
+        "spare": models.GpuProfile("spare", queue="no-such-queue"),
+    }
+    with_kueue = kube.KubeCluster(client.ApiClient(client.Configuration(host=kueue_sim.url)), namespace=NS)
+    facts = kueue_adapter.KueueWatch(with_kueue).read_facts()
+    checks = {c.name: c for c in doctor_kueue.kueue_checks(profiles, facts, NS)}
+    assert checks["kueue-t4"].status is Status.PASS, checks["kueue-t4"]
+    assert f"ClusterQueue {sim_kueue.CLUSTER_QUEUE}, 2 nvidia.com/gpu" in checks["kueue-t4"].message
+    assert checks["kueue-spare"].status is Status.FAIL
+    assert "no LocalQueue no-such-queue" in checks["kueue-spare"].message

@@ -8,14 +8,17 @@ from typing import Any
 import pytest
 
 from bot import profiles
-from bot.core import kueue, lifecycle, models, podspec, queue, status, workloads
+from bot.core import doctor_facts, doctor_kueue, kueue, lifecycle, models, podspec, queue, status, workloads
 from bot.settings import SettingsError
 
 T0 = datetime(2026, 3, 1, 14, 0, tzinfo=UTC)
 GPU = "nvidia.com/gpu"
 # Kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, `fitsResourceQuota`, the two messages, as
 # `Assignment.Message` prefixes them ("couldn't assign flavors to pod set main: ").
-QUOTA_IN_USE = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor t4, 1 more needed"
+QUOTA_IN_USE = (
+    "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor t4, "
+    "1 more needed"
+)
 TOO_BIG = (
     "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor t4, previously "
     "considered podsets requests (0) + current podset request (4) > maximum capacity (2)"
@@ -229,10 +232,7 @@ def test_a_profile_queue_becomes_the_pods_kueue_label() -> None:
 
 @pytest.mark.parametrize("name", ["Team_A", "-a", "a" * 64, "7"])
 def test_a_queue_that_is_no_local_queue_name_is_refused(name: str) -> None:
-    if name == "7":
-        text = "profiles:\n  t4: {queue: 7}\n"
-    else:
-        text = f"profiles:\n  t4: {{queue: '{name}'}}\n"
+    text = "profiles:\n  t4: {queue: 7}\n" if name == "7" else f"profiles:\n  t4: {{queue: '{name}'}}\n"
     with pytest.raises(SettingsError, match=r"profiles\.t4\.queue: .* is not a LocalQueue name"):
         profiles.load_profile_catalog(text)
 
@@ -279,3 +279,21 @@ def test_a_quota_wait_is_in_line_and_admission_takes_it_out() -> None:
 
 def test_before_kueue_speaks_the_thread_says_kueue_holds_it() -> None:
     assert status.headline(kueue_thread([])) == "Waiting for Kueue to admit it (queue team-a)"
+
+
+def test_doctor_says_to_install_kueue_when_its_api_is_not_served() -> None:
+    queued = {"t4": models.GpuProfile("t4", queue="team-a"), "plain": models.GpuProfile("plain")}
+    (check,) = doctor_kueue.kueue_checks(queued, doctor_facts.KueueFacts(served=False), "gpu")
+    assert check.status is doctor_facts.Status.FAIL and "profiles t4 submit to Kueue" in check.message
+    assert "install Kueue v0.19.2" in check.fix
+    assert doctor_kueue.kueue_checks({"plain": models.GpuProfile("plain")}, None, "gpu") == []
+
+
+def test_doctor_fails_a_cluster_queue_without_quota_for_the_profiles_resource() -> None:
+    facts = doctor_facts.KueueFacts(
+        served=True,
+        local_queues={"team-a": "cq"},
+        cluster_queues={"cq": kueue.ClusterQueue("cq", quota={"cpu": 8}, reserved={})},
+    )
+    (check,) = doctor_kueue.kueue_checks({"t4": models.GpuProfile("t4", queue="team-a")}, facts, "gpu")
+    assert check.status is doctor_facts.Status.FAIL and "no quota for nvidia.com/gpu" in check.message
