@@ -31,6 +31,7 @@ from bot.adapters import (
     slack_render,
     store,
 )
+from bot.adapters import kueue as kueue_adapter
 from bot.adapters import reservations as quota_reservations
 from bot.core import models, notebooks, pools, ports, workloads, workspaces
 from bot.services import (
@@ -48,6 +49,7 @@ from bot.services import asks as asks_service
 from bot.services import connect as connect_service
 from bot.services import doctor as doctor_service
 from bot.services import forms as forms_service
+from bot.services import kueue_line as kueue_line_service
 from bot.services import logs as logs_service
 from bot.services import warm as warm_service
 
@@ -140,6 +142,12 @@ def build(
     url_finder = connect_service.UrlFinder(
         cluster.follow_log, found=lambda key, url: workload_tracker.url_found(key, url)
     )
+    kueue_watch, kueue_line = None, None
+    if any(profile.queue for profile in catalog.profiles.values()):
+        kueue_watch = kueue_adapter.KueueWatch(cluster)
+        kueue_line = kueue_line_service.KueueLine(
+            catalog.profiles.values(), read_pending=kueue_watch.pending_in, clock=clock
+        )
     workload_tracker = tracker.Tracker(
         chat,
         clock=clock,
@@ -149,6 +157,7 @@ def build(
         read_log=cluster.read_log,
         policy=settings.reaper_policy(),
         find_url=url_finder.look,
+        kueue_line=kueue_line,
     )
     warmer = warm_service.Warmer(
         pool_manager,
@@ -197,6 +206,7 @@ def build(
             chat_port=chat,
             policy=settings.policy(),
             clock=clock,
+            read_kueue=kueue_watch.read_facts if kueue_watch is not None else None,
         ),
         asks=asks_service.Asks(
             cluster,
@@ -274,6 +284,7 @@ def build(
         tick_seconds=tick_seconds,
         telemetry=telemetry,
         url_finder=url_finder,
+        kueue=(kueue_watch, kueue_line) if kueue_watch is not None and kueue_line is not None else None,
     )
     telemetry.watch(outbox=outbox, leading=lambda: bot.leading)
     return bot

@@ -62,6 +62,7 @@ PROFILE_FIELDS = frozenset(
         "image",
         "ports",
         "activity",
+        "queue",
     }
 )
 FIELD_HINTS = {
@@ -193,6 +194,7 @@ def _read_profile(name: Any, entry: Any, problems: _Problems) -> models.GpuProfi
         image=_read_image(entry.get("image"), f"{path}.image", problems),
         ports=_read_ports(entry.get("ports"), f"{path}.ports", problems),
         activity=_read_activity(entry.get("activity"), f"{path}.activity", problems),
+        queue=_read_queue(entry.get("queue"), f"{path}.queue", problems),
     )
 
 
@@ -204,6 +206,22 @@ def _read_activity(raw: Any, path: str, problems: _Problems) -> str:
         problems.add(path, f"must be one of {', '.join(sorted(notebooks.ACTIVITIES))}, not {raw!r}")
         return ""
     return str(raw)
+
+
+def _read_queue(raw: Any, path: str, problems: _Problems) -> str:
+    """A LocalQueue's name, as Kueue's `LocalQueueName` pattern has it (a DNS-1123 subdomain;
+    kubernetes-sigs/kueue v0.19.2 apis/kueue/v1beta2/localqueue_types.go), and short enough for the pod
+    label that carries it (63 characters)."""
+    if raw is None:
+        return ""
+    if (
+        not isinstance(raw, str)
+        or len(raw) > labels.LABEL_VALUE_MAX
+        or not all(labels.is_dns1123_label(part) for part in raw.split("."))
+    ):
+        problems.add(path, f"{raw!r} is not a LocalQueue name (lowercase letters, digits, '-' and '.')")
+        return ""
+    return raw
 
 
 def _read_image(raw: Any, path: str, problems: _Problems) -> str:

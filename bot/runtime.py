@@ -16,10 +16,12 @@ from apscheduler.triggers.cron import CronTrigger
 from slack_bolt import App
 
 from bot.adapters import kube, leader, observability, slack_outbox
+from bot.adapters import kueue as kueue_adapter
 from bot.core import ports, warm
 from bot.core.ports import WatchCallback
 from bot.services import Services, reaper, scale_notifier
 from bot.services import connect as connect_service
+from bot.services.kueue_line import KueueLine
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +57,8 @@ class Bot:
     """Set once a Socket Mode connection or the HTTP server exists; readiness asks it."""
     url_finder: connect_service.UrlFinder | None = None
     """Follows running workloads' output for what their owners should open."""
+    kueue: tuple[kueue_adapter.KueueWatch, KueueLine] | None = None
+    """Kueue's informers and the line they feed, when a profile has `queue:`."""
 
     @property
     def leading(self) -> bool:
@@ -77,6 +81,13 @@ class Bot:
             on_event = fan_out(watcher.on_event, self.scales.on_event)
             on_node = fan_out(watcher.on_node, self.scales.on_node)
         self.cluster.start_informers(on_pod=watcher.on_pod, on_event=on_event, on_node=on_node)
+        if self.kueue is not None:
+            kueue_watch, line = self.kueue
+            kueue_watch.start(
+                on_workload=line.on_workload,
+                on_local_queue=line.on_local_queue,
+                on_cluster_queue=line.on_cluster_queue,
+            )
         warmer = self.services.warmer
         if warmer is not None:
             self.cluster.watch_config(warmer.configmap, warmer.on_config)

@@ -268,6 +268,8 @@ class Source:
     field_selector: str | None = None
     keep: Callable[[Obj], Obj] = whole
     """What the informer's cache holds of each object (see `whole` and `identity`)."""
+    api_version: str = "v1"
+    """Given to list items that lack it (a custom resource's group/version)."""
 
 
 class Informer:
@@ -385,7 +387,7 @@ class Informer:
     def _with_kind(self, item: Obj) -> Obj:
         """List items may lack `kind`/`apiVersion` (the list carries them); watch objects never do."""
         item.setdefault("kind", self.source.kind)
-        item.setdefault("apiVersion", "v1")
+        item.setdefault("apiVersion", self.source.api_version)
         return item
 
     def _watch(self, version: str) -> None:

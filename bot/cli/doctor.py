@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from bot import profiles as profiles_module
 from bot import settings as settings_module
+from bot.adapters import kueue as kueue_adapter
 from bot.core import doctor, doctor_facts, errors, ports
 from bot.core.doctor_facts import EKS, GKE, Check, Status
 from bot.services import doctor as doctor_service
@@ -188,7 +189,12 @@ def run_checks(args: argparse.Namespace) -> list[Check]:
     kept = store.open_store(found.redis.url, prefix=found.redis.key_prefix)
     try:
         facts = doctor_service.gather(
-            request, probe=cluster, store=kept, cloud=cloud, clock=lambda: datetime.now(UTC)
+            request,
+            probe=cluster,
+            store=kept,
+            cloud=cloud,
+            clock=lambda: datetime.now(UTC),
+            read_kueue=kueue_adapter.KueueWatch(cluster).read_facts,
         )
     finally:
         kept.close()

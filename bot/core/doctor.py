@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from bot.core import doctor_autoscaler, doctor_pools, doctor_scheduling, labels
+from bot.core import doctor_autoscaler, doctor_kueue, doctor_pools, doctor_scheduling, labels
 from bot.core.doctor_facts import EKS, AccessRule, Check, Facts, Status
 
 GPU = labels.GPU_RESOURCE
@@ -116,6 +116,7 @@ def run_checks(facts: Facts) -> list[Check]:
     for pool in facts.pools:
         out += [doctor_pools.pool_sizing(pool, facts.cluster), doctor_pools.pool_taint(pool, facts.cluster)]
     out += doctor_scheduling.profile_checks(facts.profiles, facts.pools)
+    out += doctor_kueue.kueue_checks(facts.profiles, facts.kueue, facts.namespace)
     if facts.manifest is not None:
         out += doctor_scheduling.manifest_checks(facts.manifest, facts.pools, resources)
     out += [doctor_pools.gpu_advertising(pool, facts.autoscaler.now) for pool in facts.pools]

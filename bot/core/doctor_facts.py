@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core import cluster_nodes, labels, lifecycle, models, pools, taints
+from bot.core import cluster_nodes, kueue, labels, lifecycle, models, pools, taints
 from bot.core.pools import PoolView
 
 GKE, EKS = "gke", "eks"
@@ -141,6 +141,17 @@ class Manifest:
 
 
 @dataclass(frozen=True)
+class KueueFacts:
+    served: bool = False
+    """The API server serves kueue.x-k8s.io/v1beta2 (Kueue's CRDs are installed)."""
+    error: str = ""
+    """Why Kueue's objects could not be read (other than not being served)."""
+    local_queues: Mapping[str, str] = field(default_factory=dict)
+    """LocalQueue name (the workload namespace's) → the ClusterQueue it points at; absent if none."""
+    cluster_queues: Mapping[str, kueue.ClusterQueue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Facts:
     pools: tuple[PoolFacts, ...] = ()
     autoscaler: AutoscalerFacts = AutoscalerFacts()
@@ -165,6 +176,9 @@ class Facts:
     """Pools asked for by name that neither the cluster, the autoscaler nor the cloud knows."""
     known_pools: tuple[str, ...] = ()
     """Every pool name seen, to say what `--pool` could have been."""
+    kueue: KueueFacts | None = None
+    """Kueue's objects, read only when a profile has `queue:`."""
+    namespace: str = ""
 
 
 # -- assembling pools from what the cluster says ----------------------------------------------------

@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-IN_LINE = frozenset({"max-size", "quota"})
+KUEUE_QUOTA = "kueue-quota"
+"""Kueue holds the pod: its queue's quota is in use by others (`kueue.waiting_problem`)."""
+IN_LINE = frozenset({"max-size", "quota", KUEUE_QUOTA})
 """Problems that make a pod wait for a GPU someone else holds: its pool cannot grow (its maximum, or the
-cloud's GPU quota), so the pods waiting are a line, served as GPUs come back."""
+cloud's GPU quota), or its Kueue queue's quota is in use, so the pods waiting are a line, served as GPUs
+come back."""
 SCALE_UP_FAILURES = frozenset({"quota", "stockout"})
 """Why a scale-up failed; the autoscaler's back-off that follows says less, so a thread keeps these."""
 

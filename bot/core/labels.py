@@ -49,6 +49,14 @@ TELLING_SINCE_ANNOTATION = "gpubot.dev/telling-since"
 REQUEST_ANNOTATION = "gpubot.dev/slack-request"
 """A digest of the Slack request (trigger id) that asked for the pod: a redelivery finds it and stops."""
 
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+"""The LocalQueue a pod is submitted to: Kueue gates such a pod until its Workload is admitted
+(kubernetes-sigs/kueue v0.19.2 pkg/controller/constants/constants.go, `QueueLabel`)."""
+
+KUEUE_GATE = "kueue.x-k8s.io/admission"
+"""The scheduling gate Kueue puts on a queued pod and lifts once its Workload is admitted
+(kubernetes-sigs/kueue v0.19.2 pkg/controller/jobs/pod/constants/constants.go, `SchedulingGateName`)."""
+
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"

@@ -17,14 +17,16 @@ from bot.core import cluster_nodes, explain, notices
 class Step(enum.IntEnum):
     """Steps in the order a user lives them; a later step implies the earlier ones are over."""
 
-    WAITING = 1
-    SCALE_UP = 2
-    PROVISIONING = 3
-    NODE_READY = 4
-    GPU_READY = 5
-    SCHEDULED = 6
-    PULLING = 7
-    RUNNING = 8
+    ADMITTED = 1
+    """Kueue admitted its Workload (only for a profile with `queue:`): the scheduler may now place it."""
+    WAITING = 2
+    SCALE_UP = 3
+    PROVISIONING = 4
+    NODE_READY = 5
+    GPU_READY = 6
+    SCHEDULED = 7
+    PULLING = 8
+    RUNNING = 9
 
 
 class Outcome(enum.Enum):
@@ -44,6 +46,8 @@ class PodSeen:
     exit_code: int | None = None
     restarts: int = 0
     deleted: bool = False
+    admitted_to: str = ""
+    """The Kueue queue that admitted it (its gate is lifted); empty for a pod Kueue does not manage."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,17 @@ class NodeSeen(cluster_nodes.Node):
     at: datetime = field(kw_only=True)
 
 
-Observation = PodSeen | EventSeen | NodeSeen
+@dataclass(frozen=True)
+class KueueSeen:
+    """Its Kueue Workload as seen at a moment: admitted, or held with the reason in plain words."""
+
+    at: datetime
+    admitted: bool
+    queue: str
+    problem: explain.Problem | None = None
+
+
+Observation = PodSeen | EventSeen | NodeSeen | KueueSeen
 
 
 @dataclass(frozen=True)
@@ -127,7 +141,17 @@ def advance(progress: Progress, seen: Observation) -> tuple[Progress, list[Miles
         return _on_event(progress, seen)
     if isinstance(seen, NodeSeen):
         return _on_node(progress, seen)
+    if isinstance(seen, KueueSeen):
+        return _on_kueue(progress, seen)
     return _on_pod(progress, seen)
+
+
+def _on_kueue(progress: Progress, seen: KueueSeen) -> tuple[Progress, list[Milestone]]:
+    if seen.admitted:
+        return _reach(progress, Step.ADMITTED, seen.at, f"admitted by Kueue (queue {seen.queue})")
+    if seen.problem is not None and progress.at(Step.ADMITTED) is None:
+        return _problem(progress, seen.at, seen.problem)
+    return progress, []
 
 
 def _reach(progress: Progress, step: Step, at: datetime, text: str) -> tuple[Progress, list[Milestone]]:
@@ -224,6 +248,8 @@ def _on_pod(progress: Progress, seen: PodSeen) -> tuple[Progress, list[Milestone
             Milestone(None, seen.at, "deleted", outcome=Outcome.DELETED)
         ]
     out: list[Milestone] = []
+    if seen.admitted_to:  # the Workload's own word may come later: the watches are not ordered
+        progress, out = _on_kueue(progress, KueueSeen(seen.at, admitted=True, queue=seen.admitted_to))
     if seen.node and not progress.node:
         progress, step = _reach(
             replace(progress, node=seen.node), Step.SCHEDULED, seen.at, f"scheduled on {seen.node}"

@@ -68,6 +68,9 @@ class GpuProfile:
     activity: str = ""
     """Where its runs show activity besides the GPU (`notebooks.JUPYTER`: its Jupyter Server's kernels),
     which the idle reaper reads before calling a run idle; "" for the GPU alone."""
+    queue: str = ""
+    """The Kueue LocalQueue its runs are submitted to (the pod label `kueue.x-k8s.io/queue-name`); empty
+    when Kueue does not manage its pods."""
 
     @property
     def node_selector_map(self) -> dict[str, str]:

@@ -121,12 +121,15 @@ def spec_manifest(
 
 
 def pod_labels(owner: models.Owner, profile: models.GpuProfile) -> dict[str, str]:
-    return {
+    found = {
         labels.MANAGED_BY_LABEL: labels.MANAGED_BY_VALUE,
         labels.COMPONENT_LABEL: labels.COMPONENT_VALUE,
         labels.OWNER_LABEL: labels.to_label_value(owner.user_id),
         labels.PROFILE_LABEL: labels.to_label_value(profile.name),
     }
+    if profile.queue:
+        found[labels.KUEUE_QUEUE_LABEL] = profile.queue
+    return found
 
 
 def _clip(text: str) -> str:

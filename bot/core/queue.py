@@ -44,6 +44,8 @@ class Place:
     soonest: datetime | None = None
     latest: datetime | None = None
     """None when the GPUs it waits for are not held by anyone gpubot knows to be leaving."""
+    free_now: bool = False
+    """Enough is free for it and all ahead of it: its turn comes without anyone leaving."""
 
 
 def holder(workload: workloads.Workload, policy: reaping.ReaperPolicy, now: datetime) -> Holder | None:
@@ -61,16 +63,24 @@ def holder(workload: workloads.Workload, policy: reaping.ReaperPolicy, now: date
     return Holder(workload.gpus, likely, latest)
 
 
-def places(waiters: Iterable[Waiter], holders: Iterable[Holder]) -> dict[str, Place]:
-    """Each waiter's place: the scheduler's order, and when the GPUs of all up to it are back."""
+def places(waiters: Iterable[Waiter], holders: Iterable[Holder], *, free: int = 0) -> dict[str, Place]:
+    """Each waiter's place: the scheduler's order, and when the GPUs of all up to it are back. `free`:
+    GPUs available now that nobody ahead takes (a Kueue quota's unused part); a full pool has none."""
     order = sorted(waiters, key=lambda w: (-w.priority, w.since, w.key))
+    return ordered_places(order, holders, free=free)
+
+
+def ordered_places(order: Iterable[Waiter], holders: Iterable[Holder], *, free: int = 0) -> dict[str, Place]:
+    """The places of waiters already in their line's order (Kueue tells its own), first is #1."""
     held = list(holders)
     soon = sorted(h.likely for h in held for _ in range(h.gpus))
     late = sorted(h.latest for h in held for _ in range(h.gpus))
-    found, needed = {}, 0
+    found, needed = {}, -free
     for position, waiter in enumerate(order, start=1):
         needed += waiter.gpus
-        if needed <= len(late):
+        if needed <= 0:  # fits in what is free: it waits for its turn, not for a holder
+            found[waiter.key] = Place(position, free_now=True)
+        elif needed <= len(late):
             found[waiter.key] = Place(position, soon[needed - 1], late[needed - 1])
         else:
             found[waiter.key] = Place(position)
@@ -110,9 +120,12 @@ def _rounded(span: timedelta) -> str:
     return f"{minutes} min" if minutes < 60 else f"{minutes // 60}h{minutes % 60:02d}m"
 
 
-def wait_text(place: Place, now: datetime) -> str:
-    """ "#2 in line, about 20 to 35 min"; without an ETA when no known lease frees the GPUs."""
-    where = f"#{place.position} in line"
+def wait_text(place: Place, now: datetime, *, line: str = "") -> str:
+    """ "#2 in line, about 20 to 35 min"; without an ETA when no known lease frees the GPUs. `line` names
+    the line when it is not the pool's own ("Kueue queue team-a")."""
+    where = f"#{place.position} in line" + (f" ({line})" if line else "")
+    if place.free_now:
+        return f"{where}, its GPUs are free: next when the queue is served"
     if place.soonest is None or place.latest is None:
         return f"{where}, behind GPUs with no lease end gpubot knows"
     low, high = _rounded(place.soonest - now), _rounded(place.latest - now)

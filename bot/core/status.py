@@ -24,6 +24,7 @@ from bot.core import (
 
 Step = lifecycle.Step
 TIMELINE_LABELS: Mapping[Step, str] = {
+    Step.ADMITTED: "admitted by Kueue",
     Step.SCALE_UP: "scale-up",
     Step.NODE_READY: "node Ready",
     Step.SCHEDULED: "scheduled",
@@ -152,8 +153,12 @@ def headline(thread: Thread, place: str = "") -> str:
         return f"Waiting for a GPU node: {progress.pool} scaling up {progress.scale_up}"
     if place and in_line(thread):
         return f"Waiting for a GPU: {place}"
+    if step == Step.ADMITTED:
+        return "Admitted by Kueue: waiting for the scheduler"
     if step == Step.WAITING:
         return sentence(thread.text(step) or "waiting for a GPU node")
+    if thread.workload.queue:
+        return f"Waiting for Kueue to admit it (queue {thread.workload.queue})"
     return "Requested: waiting for the scheduler"
 
 

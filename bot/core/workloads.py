@@ -55,6 +55,9 @@ class Workload:
     """How its container waits to start (reason, message), and since when the kubelet has been starting it."""
     ports: tuple[int, ...] = ()
     """Its container's ports (`--port`, or its profile's), which the thread's Connect section forwards."""
+    queue: str = ""
+    """The Kueue LocalQueue it was submitted to (its `kueue.x-k8s.io/queue-name` label); empty when Kueue
+    does not manage it."""
 
     @property
     def key(self) -> str:
@@ -169,6 +172,7 @@ def from_pod(pod: Body) -> Workload | None:
         finished_at=finished_at(pod),
         start=start_of(status),
         ports=container_ports(containers[0]) if containers else (),
+        queue=_text(_map(metadata.get("labels")).get(labels.KUEUE_QUEUE_LABEL)),
     )
 
 
@@ -270,7 +274,19 @@ def observe_pod(pod: Body, *, deleted: bool = False, at: datetime | None = None)
         exit_code=_exit_code(terminated),
         restarts=sum(quantities.count(s.get("restartCount")) for s in statuses),
         deleted=deleted,
+        admitted_to=_admitted_to(pod),
     )
+
+
+def _admitted_to(pod: Body) -> str:
+    """The Kueue queue that admitted this pod: it carries the queue label and Kueue lifted its gate (a
+    webhook gates such a pod as it is created, so it is never seen ungated before admission)."""
+    spec, queue = (
+        _map(pod.get("spec")),
+        _text(_map(_map(pod.get("metadata")).get("labels")).get(labels.KUEUE_QUEUE_LABEL)),
+    )
+    gates = {_text(gate.get("name")) for gate in _maps(spec.get("schedulingGates"))}
+    return queue if queue and labels.KUEUE_GATE not in gates else ""
 
 
 def event_time(event: Body) -> datetime | None:

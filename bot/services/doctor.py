@@ -54,8 +54,13 @@ def gather(
     store: ports.Store,
     cloud: ports.PoolManager | None,
     clock: Callable[[], datetime],
+    read_kueue: Callable[[], doctor_facts.KueueFacts] | None = None,
 ) -> Facts:
+    """`read_kueue` reads Kueue's objects, asked only when a profile has `queue:`."""
+    queued = any(p.queue for p in request.profiles.values())
     facts = Facts(
+        namespace=request.namespace,
+        kueue=read_kueue() if queued and read_kueue is not None else None,
         profiles=request.profiles,
         profiles_error=request.profiles_error,
         manifest=request.manifest,
@@ -145,7 +150,9 @@ class SlackDoctor:
         chat_port: ports.Chat,
         policy: models.QuotaPolicy,
         clock: Callable[[], datetime],
+        read_kueue: Callable[[], doctor_facts.KueueFacts] | None = None,
     ) -> None:
+        self._read_kueue = read_kueue
         self._request = request
         self._probe, self._store, self._cloud = probe, store, cloud
         self._chat = chat_port
@@ -158,7 +165,12 @@ class SlackDoctor:
             self._chat.ephemeral(channel, actor, notices.Ephemeral(refusal))
             return []
         facts = gather(
-            self._request, probe=self._probe, store=self._store, cloud=self._cloud, clock=self._clock
+            self._request,
+            probe=self._probe,
+            store=self._store,
+            cloud=self._cloud,
+            clock=self._clock,
+            read_kueue=self._read_kueue,
         )
         checks = doctor.run_checks(facts)
         self._chat.ephemeral(channel, actor, notices.Ephemeral(doctor.slack_report(checks)))

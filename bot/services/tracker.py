@@ -39,6 +39,7 @@ from bot.core import (
     usage,
     workloads,
 )
+from bot.services.kueue_line import KueueLine
 
 logger = logging.getLogger(__name__)
 
@@ -80,10 +81,15 @@ class Tracker:
         read_log: ReadLog | None = None,
         policy: reaping.ReaperPolicy | None = None,
         find_url: Callable[[workloads.Workload], None] | None = None,
+        kueue_line: KueueLine | None = None,
     ) -> None:
         """`store` keeps each pool's past scale-up durations, for the ETA and the slow-node warning;
         `read_log` gives a failed run's last lines for the reply that says it failed; `find_url` starts
-        looking in a running workload's output for what to open (`url_found` gets the answer)."""
+        looking in a running workload's output for what to open (`url_found` gets the answer);
+        `kueue_line` tells the admission and places of runs whose profile has a Kueue `queue:`."""
+        self._kueue = kueue_line
+        if kueue_line is not None:
+            kueue_line.listen(self.on_kueue)
         self._telemetry = telemetry
         self._read_log = read_log
         self._find_url = find_url
@@ -244,6 +250,15 @@ class Tracker:
             elif not subject.uid or not thread.workload.uid or subject.uid == thread.workload.uid:
                 self._apply(key, thread, [seen, *self._new_nodes_for(thread)])
 
+    def on_kueue(self, key: str, seen: lifecycle.KueueSeen | None) -> None:
+        """A Workload changed (`key` its pod's, if gpubot's): its thread learns, and the Kueue lines move."""
+        with self._lock:
+            thread = self._threads.get(key)
+            if thread is not None and seen is not None:
+                self._apply(key, thread, [seen])
+            for profile in {t.workload.profile for t in self._threads.values() if t.workload.queue}:
+                self._requeue(profile)
+
     def on_node(self, change: str, node: Mapping[str, Any]) -> None:
         name = str((node.get("metadata") or {}).get("name", ""))
         with self._lock:
@@ -284,6 +299,9 @@ class Tracker:
         early: list[lifecycle.Observation] = sorted(
             self._orphans.pop(workload.key, []), key=lambda seen: seen.at
         )
+        kueue_seen = self._kueue.seen_for(workload.key) if self._kueue and workload.queue else None
+        if kueue_seen is not None:
+            early.insert(0, kueue_seen)
         self._apply(workload.key, thread, early)
         return self._threads[workload.key]
 
@@ -448,15 +466,21 @@ class Tracker:
             self._chat.reply(workload.channel, workload.thread_ts, reply)
 
     def _place(self, key: str, thread: status.Thread) -> str:
-        """Its place in line with an ETA, while its pool is at its maximum; "" otherwise."""
+        """Its place in line with an ETA, while its pool is full or Kueue holds it; "" otherwise."""
         if not status.in_line(thread):
             return ""
-        place = self._line(thread.workload.profile).get(key)
-        return queue.wait_text(place, self._now()) if place is not None else ""
+        return self._line(thread.workload.profile).get(key, "")
 
-    def _line(self, profile: str) -> dict[str, queue.Place]:
-        """The line for this profile's GPUs, worked out once for everyone in it."""
+    def _line(self, profile: str) -> dict[str, str]:
+        """The line for this profile's GPUs, worked out once for everyone in it: Kueue's for a profile
+        with a queue, else the pool's pending pods."""
         mine = [t for t in self._threads.values() if t.workload.profile == profile]
+        now = self._now()
+        if any(t.workload.queue for t in mine):
+            if self._kueue is None:
+                return {}
+            found = self._kueue.place_texts(self._threads.values(), now=now, policy=self._policy)
+            return {t.workload.key: found[t.workload.key] for t in mine if t.workload.key in found}
         waiters = [
             queue.Waiter(t.workload.key, t.workload.gpus, t.workload.requested_at or t.progress.created)
             for t in mine
@@ -464,24 +488,21 @@ class Tracker:
         ]
         if not waiters:
             return {}
-        now = self._now()
         holders = [
             held
             for t in mine
             if status.holds_gpus(t) and (held := queue.holder(t.workload, self._policy, now)) is not None
         ]
-        return queue.places(waiters, holders)
+        return {key: queue.wait_text(place, now) for key, place in queue.places(waiters, holders).items()}
 
     def _requeue(self, profile: str, changed: str = "") -> None:
         """A change to what one workload means to its pool's line (`status.line_facts`) may move everyone
         in it: redraw those whose place moved (`_publish` edits only what changed). Other changes (a node's
         heartbeat reaching every thread) move nobody, and cost nothing here."""
-        line = self._line(profile)
-        now = self._now()
-        for key, place in line.items():
+        for key, place in self._line(profile).items():
             thread = self._threads.get(key)
-            if key != changed and thread is not None:
-                self._publish(key, thread, [], place=queue.wait_text(place, now))
+            if key != changed and thread is not None and status.in_line(thread):
+                self._publish(key, thread, [], place=place)
 
     def _last_lines(self, workload: workloads.Workload) -> tuple[str, ...]:
         """A failed run's evidence; none when its output cannot be read (the reply still says it failed)."""

@@ -33,6 +33,9 @@ from sim.cluster import (
     eviction,
     faults,
     jupyter,
+    gates,
+    kueue,
+    kueueapi,
     logs,
     messages,
     metadata,
@@ -49,6 +52,7 @@ from sim.cluster import (
     tables,
     traffic,
     validation,
+    visibility,
     watchlist,
 )
 from sim.cluster.resources import Resource
@@ -82,6 +86,8 @@ class Target:
 class Options:
     extended_resource_toleration: bool = True
     """GKE enables the ExtendedResourceToleration admission plugin; EKS does not."""
+    kueue: bool = False
+    """Kueue is installed: its pod webhook labels and gates pods that name a queue."""
 
 
 class ApiServer:
@@ -152,6 +158,21 @@ class ApiServer:
         return await self.faults.serve(verb, shown, functools.partial(self._route, request, target, watching))
 
     async def _route(self, request: web.Request, target: Target, watching: bool) -> web.StreamResponse:
+        if target.resource.group == resources.VISIBILITY_GROUP:
+            return visibility.serve(
+                request, self.store, target.resource, target.namespace, target.name, target.subresource
+            )
+        response = await self._route_resource(request, target, watching)
+        warning = kueueapi.deprecation(target.resource)
+        if warning and not response.prepared:  # a CRD version's deprecationWarning, on every answer
+            shown = schema.warning_header(warning)
+            existing = response.headers.get("Warning")
+            response.headers["Warning"] = f"{existing}, {shown}" if existing else shown
+        return response
+
+    async def _route_resource(
+        self, request: web.Request, target: Target, watching: bool
+    ) -> web.StreamResponse:
         method = request.method
         is_collection = not target.name
         if target.subresource in streaming.SUBRESOURCES:
@@ -601,6 +622,11 @@ class ApiServer:
                 if api_version != res.api_version
                 else f"the kind in the data ({kind}) does not match the expected kind ({res.kind})"
             )
+        if not res.model:  # a Kueue CRD: stored as its storage version, checked by kueueapi.validate
+            obj = kueueapi.to_storage(res, copy.deepcopy(body))
+            omit_empty_metadata(obj)
+            obj["kind"], obj["apiVersion"] = res.kind, f"{res.group}/{kueueapi.STORAGE_VERSION}"
+            return obj, []
         problems = schema.type_errors(res.model, body)
         if problems:
             raise errors.bad_request(schema_message(res, verb, problems[0]))
@@ -626,6 +652,10 @@ class ApiServer:
     def admit(self, res: Resource, obj: Obj) -> None:
         if res.plural == "pods":
             admission.default_pod(obj, extended_resource_toleration=self.options.extended_resource_toleration)
+            if self.options.kueue:  # a mutating webhook runs after the built-in defaulting
+                kueue.default_pod(obj)
+            if gates.is_gated(obj):  # applySchedulingGatedCondition, in the pod strategy's PrepareForCreate
+                obj["status"]["conditions"] = [gates.gated_condition(rfc3339(self.store.clock))]
         elif res.plural == "nodes":
             admission.default_node(obj)
         elif res.plural == "namespaces":
@@ -633,7 +663,9 @@ class ApiServer:
 
     def validate(self, res: Resource, obj: Obj, old: Obj | None) -> None:
         name = obj.get("metadata", {}).get("name", "")
-        if res.group == "events.k8s.io":
+        if kueueapi.is_kueue(res):
+            causes = kueueapi.validate(res, obj, old)
+        elif res.group == "events.k8s.io":
             # events.k8s.io/v1 writes get the strict ValidateEventCreate, worded in v1 field names.
             causes = validation.validate(
                 "events.events.k8s.io", events.to_events_v1(obj, fill=False), old=old
@@ -645,9 +677,13 @@ class ApiServer:
         if res.plural == "namespaces" and not causes:
             causes = podsecurity.namespace_causes(obj, old)
         if causes:
-            qualify = res.plural in rbacvalidation.PLURALS  # the older kinds here keep their tested wording
+            qualify = res.plural in rbacvalidation.PLURALS or kueueapi.is_kueue(
+                res
+            )  # the older kinds here keep their tested wording
             raise errors.invalid(res.kind, name, causes, group=res.group, qualify=qualify)
         model = "CoreV1Event" if res.key == "events" else res.model
+        if not model:
+            return
         failure = schema.check_client_model(model, obj)
         if failure:
             raise errors.invalid(
@@ -743,6 +779,8 @@ def ref(target: Target) -> errors.ResourceRef:
 def present(res: Resource, obj: Obj) -> Obj:
     if res.group == "events.k8s.io":
         return events.to_events_v1(obj)
+    if kueueapi.is_kueue(res):
+        return kueueapi.from_storage(res, obj)
     return obj
 
 

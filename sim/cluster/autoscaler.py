@@ -83,7 +83,14 @@ class Autoscaler:
         out = []
         for pod in self.store.iter_raw("pods"):
             condition = unschedulable_condition(pod)
-            if pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp") or condition is None:
+            # Only reason Unschedulable counts (isUnschedulable in kubernetes/autoscaler cluster-autoscaler/
+            # utils/kubernetes/listers.go, 1.32): a pod still SchedulingGated is not the autoscaler's to help.
+            if (
+                pod["spec"].get("nodeName")
+                or pod["metadata"].get("deletionTimestamp")
+                or condition is None
+                or condition.get("reason") != "Unschedulable"
+            ):
                 continue
             created = self.store.clock.from_stamp(pod["metadata"]["creationTimestamp"])
             buffer = (

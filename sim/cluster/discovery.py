@@ -34,6 +34,7 @@ SUBRESOURCE_KINDS = {
     "attach": "PodAttachOptions",
     "portforward": "PodPortForwardOptions",
     "proxy": "PodProxyOptions",
+    "pendingworkloads": "PendingWorkloadsSummary",
 }
 SUBRESOURCE_VERBS = {
     "binding": ["create"],
@@ -42,6 +43,7 @@ SUBRESOURCE_VERBS = {
     "token": ["create"],
     **{sub: ["create", "get"] for sub in ("exec", "attach", "portforward")},
     "proxy": ["create", "delete", "get", "patch", "update"],
+    "pendingworkloads": ["get"],
 }
 """As `kubectl get --raw /api/v1` lists them; connect subresources take GET (WebSocket) and POST (SPDY)."""
 
@@ -52,9 +54,7 @@ def _resource_entries(res: Resource) -> list[dict[str, Any]]:
         "singularName": res.singular,
         "namespaced": res.namespaced,
         "kind": res.kind,
-        "verbs": resources.VERBS
-        if res.plural != "namespaces"
-        else [v for v in resources.VERBS if v != "deletecollection"],
+        "verbs": _verbs(res),
     }
     if res.short_names:
         main["shortNames"] = list(res.short_names)
@@ -79,6 +79,26 @@ def _resource_entries(res: Resource) -> list[dict[str, Any]]:
     return out
 
 
+def _verbs(res: Resource) -> list[str]:
+    if res.group == resources.VISIBILITY_GROUP:
+        return []  # Kueue's CqREST and LqREST are only Storage and Scoper: the queue answers no verb itself
+    if res.plural == "namespaces":
+        return [v for v in resources.VERBS if v != "deletecollection"]
+    return resources.VERBS
+
+
+def version_priority(version: str) -> tuple[int, int, int]:
+    """Kubernetes' version order (apimachinery/pkg/version CompareKubeAwareVersionStrings): GA, beta, then
+    alpha, each newest first; the first is a group's preferredVersion (kueue.x-k8s.io prefers v1beta2)."""
+    major, _, rest = version.removeprefix("v").partition("beta" if "beta" in version else "alpha")
+    stage = (
+        2
+        if not rest and "alpha" not in version and "beta" not in version
+        else (1 if "beta" in version else 0)
+    )
+    return (stage, int(major or 0), int(rest or 0))
+
+
 def _resource_list_body(group_version: str) -> dict[str, Any]:
     entries = [e for r in resources.group_versions()[group_version] for e in _resource_entries(r)]
     return {
@@ -94,7 +114,9 @@ def _groups() -> list[str]:
 
 
 def _group_body(group: str) -> dict[str, Any]:
-    versions = sorted({r.version for r in resources.ALL if r.group == group})
+    versions = sorted(
+        {r.version for r in resources.ALL if r.group == group}, key=version_priority, reverse=True
+    )
     entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {
         "kind": "APIGroup",

@@ -99,6 +99,96 @@ CLUSTERROLEBINDINGS = Resource(
     "V1ClusterRoleBinding",
 )
 
+KUEUE_GROUP = "kueue.x-k8s.io"
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+
+
+def _kueue_kinds(version: str) -> tuple[Resource, ...]:
+    """Kueue's CRDs as v0.19.2 declares them (kubernetes-sigs/kueue config/components/crd/bases/
+    kueue.x-k8s.io_*.yaml: names, scope, shortNames, the status subresource); no client model, so `model`
+    is ""."""
+    return (
+        Resource(
+            KUEUE_GROUP,
+            version,
+            "resourceflavors",
+            "ResourceFlavor",
+            "resourceflavor",
+            False,
+            "",
+            ("flavor", "flavors", "rf"),
+            store_key=f"resourceflavors.{KUEUE_GROUP}",
+        ),
+        Resource(
+            KUEUE_GROUP,
+            version,
+            "clusterqueues",
+            "ClusterQueue",
+            "clusterqueue",
+            False,
+            "",
+            ("cq",),
+            ("status",),
+            store_key=f"clusterqueues.{KUEUE_GROUP}",
+        ),
+        Resource(
+            KUEUE_GROUP,
+            version,
+            "localqueues",
+            "LocalQueue",
+            "localqueue",
+            True,
+            "",
+            ("queue", "queues", "lq"),
+            ("status",),
+            store_key=f"localqueues.{KUEUE_GROUP}",
+        ),
+        Resource(
+            KUEUE_GROUP,
+            version,
+            "workloads",
+            "Workload",
+            "workload",
+            True,
+            "",
+            ("kwl", "kueueworkload", "kueueworkloads"),
+            ("status",),
+            store_key=f"workloads.{KUEUE_GROUP}",
+        ),
+    )
+
+
+def _visibility_kinds(version: str) -> tuple[Resource, ...]:
+    """Kueue's aggregated visibility API (pkg/visibility/server.go at v0.19.2 serves v1beta2 and v1beta1
+    from one
+    storage): the queues themselves answer no verb, only their `pendingworkloads` subresource a get."""
+    return (
+        Resource(
+            VISIBILITY_GROUP,
+            version,
+            "clusterqueues",
+            "ClusterQueue",
+            "clusterqueue",
+            False,
+            "",
+            subresources=("pendingworkloads",),
+        ),
+        Resource(
+            VISIBILITY_GROUP,
+            version,
+            "localqueues",
+            "LocalQueue",
+            "localqueue",
+            True,
+            "",
+            subresources=("pendingworkloads",),
+        ),
+    )
+
+
+KUEUE = (*_kueue_kinds("v1beta2"), *_kueue_kinds("v1beta1"))
+VISIBILITY = (*_visibility_kinds("v1beta2"), *_visibility_kinds("v1beta1"))
+
 ALL = (
     PODS,
     NODES,
@@ -113,6 +203,8 @@ ALL = (
     CLUSTERROLES,
     ROLEBINDINGS,
     CLUSTERROLEBINDINGS,
+    *KUEUE,
+    *VISIBILITY,
 )
 
 

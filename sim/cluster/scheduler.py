@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from sim.cluster import events, fit, messages
+from sim.cluster import events, fit, gates, messages
 from sim.cluster.config import Timings
 from sim.cluster.store import DELETED, Change, Obj, Store, rfc3339
 
@@ -19,6 +19,7 @@ def needs_scheduling(pod: Obj) -> bool:
         and not meta.get("deletionTimestamp")
         and spec.get("schedulerName", messages.SCHEDULER) == messages.SCHEDULER
         and pod.get("status", {}).get("phase", "Pending") == "Pending"
+        and not gates.is_gated(pod)  # the SchedulingGates PreEnqueue plugin keeps it out of the queue
     )
 
 

@@ -19,7 +19,8 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
-Cell = str | int
+Cell = str | int | None
+"""None is a CRD column with no value: kubectl prints `<none>`."""
 Printer = Callable[[Obj, datetime], list[Cell]]
 
 INCLUDE_NONE = "None"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from sim.cluster import messages, schema
+from sim.cluster import gates, messages, schema
 from sim.cluster.errors import Cause, forbidden, go_repr, invalid_value, not_supported, required
 
 # -- apimachinery/pkg/util/validation ---------------------------------------------------------------
@@ -451,6 +451,7 @@ def validate_pod_spec(spec: Any, path: str = "spec") -> list[Cause]:
             )
         )
     causes += validate_tolerations(spec.get("tolerations"), f"{path}.tolerations")
+    causes += gates.spec_causes(spec, f"{path}.schedulingGates", is_qualified_name)
     return causes
 
 
@@ -458,7 +459,9 @@ def validate_pod_update(pod: Mapping[str, Any], old: Mapping[str, Any]) -> list[
     """ValidatePodUpdate's common case: the old spec, with only the mutable fields taken from the new."""
     spec, old_spec = _map(pod.get("spec")), _map(old.get("spec"))
     causes = _toleration_update_causes(spec.get("tolerations"), old_spec.get("tolerations"))
+    causes += gates.update_causes(spec, old_spec)
     munged = json.loads(json.dumps(old_spec))
+    gates.munge(spec, old_spec, munged)
     for kind in ("containers", "initContainers"):
         new_list, munged_list = _list(spec.get(kind)), _list(munged.get(kind))
         if len(new_list) == len(munged_list):
@@ -638,6 +641,8 @@ def validate(
         causes += validate_pod_spec(obj.get("spec"))
         if old is not None:
             causes += validate_pod_update(obj, old)
+        else:
+            causes += gates.create_causes(_map(obj.get("spec")))
     elif resource_plural == "nodes":
         causes = validate_object_meta(meta, namespaced=False, name_check=is_dns1123_subdomain)
         causes += validate_taints(_map(obj.get("spec")).get("taints"), "spec.taints")

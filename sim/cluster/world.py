@@ -36,6 +36,8 @@ from sim.cluster import (
     filters,
     gke,
     kubelet,
+    kueue,
+    kueuecontroller,
     lifecycle,
     logs,
     metrics,
@@ -70,6 +72,9 @@ class WorldConfig:
     extended_resource_toleration: bool = True
     api_faults: faults.ApiFaultConfig = field(default_factory=faults.ApiFaultConfig)
     """API server faults from the start; `POST /simctl/v1/faults/api` changes them at run time."""
+    kueue_gpu_quota: int | None = None
+    """Install a minimal Kueue v0.19.2 (sim/cluster/kueue.py) with a ClusterQueue of this many GPUs and a
+    LocalQueue in the workloads' namespace; None leaves Kueue out, as on a cluster without it."""
 
 
 def seed_gpu_pool(*, zone: str = LOCATION) -> pools.NodePool:
@@ -115,7 +120,10 @@ class World:
         self.logs = logs.LogStore()
         self.api = apiserver.ApiServer(
             self.store,
-            apiserver.Options(extended_resource_toleration=self.config.extended_resource_toleration),
+            apiserver.Options(
+                extended_resource_toleration=self.config.extended_resource_toleration,
+                kueue=self.config.kueue_gpu_quota is not None,
+            ),
             kept=self.logs,
         )
         self.api.faults.set(self.config.api_faults)
@@ -125,6 +133,7 @@ class World:
         self.scheduler = scheduler.Scheduler(self.store, self.recorder, self.timings, self.api.bind_pod)
         self.kubelets = kubelet.Kubelets(self.store, self.recorder, self.timings, self.logs)
         self.disruption = disruption.DisruptionController(self.store)
+        self.kueue = kueuecontroller.Kueue(self.store) if self.config.kueue_gpu_quota is not None else None
         self.lifecycle = lifecycle.NodeLifecycle(self.store, self.timings)
         self.metrics = metrics.GpuMetrics(self.store, self.faults)
         self.autoscaler = autoscaler.Autoscaler(
@@ -179,6 +188,10 @@ class World:
         self.node_ctl.pending.clear()
         if self.config.gpu_pool:
             self.registry.create(seed_gpu_pool())
+        if self.config.kueue_gpu_quota is not None:
+            namespace = next(iter(WORKLOAD_NAMESPACES))
+            for resource, obj in kueue.install_objects(namespace, self.config.kueue_gpu_quota):
+                self.store.create(resource, obj)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=8 * 1024 * 1024, middlewares=[self.filters.middleware])

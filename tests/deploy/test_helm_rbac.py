@@ -17,6 +17,7 @@ from kubernetes import client
 from tests.deploy import chart
 
 CORE, COORDINATION = "", "coordination.k8s.io"
+KUEUE, KUEUE_VISIBILITY = "kueue.x-k8s.io", "visibility.kueue.x-k8s.io"
 READ = frozenset({"get", "list", "watch"})
 Rule = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], frozenset[str]]
 """apiGroups, resources, resourceNames, verbs."""
@@ -34,6 +35,7 @@ def expected_rbac(
     lease: str | None,
     pods_everywhere: bool = False,
     pod_proxy: bool = True,
+    kueue: bool = False,
 ) -> dict[tuple[str, ...], set[Rule]]:
     """Role → rules: what gpubot needs, and nothing more (lease rules only with leader election on, the pod
     proxy only while a profile has `activity:`)."""
@@ -50,9 +52,18 @@ def expected_rbac(
             rule(CORE, "configmaps", READ | {"update"}, ("gpubot-warm",)),
         }
         | (leases if lease else set())
-        | ({rule(CORE, "pods/proxy", {"get"})} if pod_proxy else set()),
+        | ({rule(CORE, "pods/proxy", {"get"})} if pod_proxy else set())
+        | (
+            {
+                ((KUEUE,), ("workloads", "localqueues"), (), READ),
+                rule(KUEUE_VISIBILITY, "localqueues/pendingworkloads", {"get"}),
+            }
+            if kueue
+            else set()
+        ),
         ("ClusterRole", "", f"{namespace}-{release}"): {rule(CORE, "nodes", READ)}
-        | ({rule(CORE, "pods", {"list"})} if pods_everywhere else set()),
+        | ({rule(CORE, "pods", {"list"})} if pods_everywhere else set())
+        | ({rule(KUEUE, "clusterqueues", READ)} if kueue else set()),
         ("Role", "kube-system", f"{namespace}-{release}-autoscaler-status"): {
             rule(CORE, "configmaps", {"get"}, ("cluster-autoscaler-status",)),
         },
@@ -95,6 +106,16 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "workload": WORKLOADS,
             "lease": "gpubot-leader",
             "pod_proxy": False,
+        },
+    ),
+    "a profile with a Kueue queue": (
+        {"profiles": {"default": "t4", "profiles": {"t4": {"queue": "team-a"}}}},
+        {
+            "release": "gpubot",
+            "namespace": "gpubot",
+            "workload": WORKLOADS,
+            "lease": "gpubot-leader",
+            "kueue": True,
         },
     ),
 }
@@ -172,6 +193,18 @@ def client_calls(*, workload: str, lease: str) -> dict[str, list[Request]]:
         "read_namespaced_lease": [Request(workload, COORDINATION, "leases", "get", lease)],
         "create_namespaced_lease": [Request(workload, COORDINATION, "leases", "create")],
         "replace_namespaced_lease": [Request(workload, COORDINATION, "leases", "update", lease)],
+        # With a profile's Kueue `queue:`: informers over Workloads and LocalQueues, and ClusterQueues.
+        "list_namespaced_custom_object": [
+            Request(workload, KUEUE, resource, verb)
+            for resource in ("workloads", "localqueues")
+            for verb in ("list", "watch")
+        ],
+        "list_cluster_custom_object": [
+            Request("", KUEUE, "clusterqueues", "list"),
+            Request("", KUEUE, "clusterqueues", "watch"),
+        ],
+        "get_namespaced_custom_object": [Request(workload, KUEUE, "localqueues", "get")],
+        "get_cluster_custom_object": [Request("", KUEUE, "clusterqueues", "get")],
         # `gpubot doctor` asks the API server what the bot may do.
         "create_self_subject_access_review": [
             Request("", "authorization.k8s.io", "selfsubjectaccessreviews", "create")
@@ -251,6 +284,8 @@ def test_every_kubernetes_call_the_bot_makes_is_allowed(case: str) -> None:
     for method in sorted(methods_the_bot_calls()):
         if "lease" in method and names["lease"] is None:
             continue  # without leader election the bot never touches the Lease
+        if "custom_object" in method and not names.get("kueue"):
+            continue  # without a profile's Kueue queue the bot never reads Kueue's objects
         if method == "list_pod_for_all_namespaces":
             allowed = all(is_allowed(objects, account, r) for r in calls[method])
             assert allowed == names.get("pods_everywhere", False), "pods in every namespace: only when asked"

@@ -24,3 +24,11 @@ The namespace gpubot's GPU pods, their events, its Lease and its warm schedules 
 {{- define "gpubot.leaseName" -}}
 {{ .Values.leaderElection.leaseName | default (printf "%s-leader" .Release.Name) }}
 {{- end }}
+
+{{/*
+"true" when a profile submits its runs to a Kueue LocalQueue (`queue:`): only then does gpubot watch
+Kueue's objects, and only then does the chart grant reading them.
+*/}}
+{{- define "gpubot.kueue" -}}
+{{- range $name, $profile := .Values.profiles.profiles }}{{ if $profile.queue }}true{{ end }}{{ end }}
+{{- end }}
