@@ -322,3 +322,30 @@ def test_kubectl_reads_workloads_and_queues(
     ]
     assert "gpu-queue" in kubectl.ok("get", "lq", "-n", NS)
     assert "gpu-cluster-queue" in kubectl.ok("get", "clusterqueues")
+
+
+def test_without_kueue_its_apis_are_absent_and_the_queue_label_does_nothing(
+    sim: world.BackgroundWorld, core: client.CoreV1Api, api_client: client.ApiClient
+) -> None:
+    _, listed = get_raw(api_client, sim.url, "/apis")
+    assert not {g["name"] for g in listed["groups"]} & {GROUP, "visibility.kueue.x-k8s.io"}
+    with pytest.raises(client.ApiException) as absent:
+        client.CustomObjectsApi(api_client).list_namespaced_custom_object(GROUP, V2, NS, "workloads")
+    assert absent.value.status == 404
+    core.create_namespaced_pod(NS, gpu_pod("plain"))
+    assert not core.read_namespaced_pod("plain", NS).spec.scheduling_gates
+
+
+def test_discovery_prefers_v1beta2(kueue_sim: world.BackgroundWorld, kapi: client.ApiClient) -> None:
+    _, listed = get_raw(kapi, kueue_sim.url, "/apis")
+    groups = {g["name"]: g for g in listed["groups"]}
+    assert groups[GROUP]["preferredVersion"]["version"] == "v1beta2"
+    assert [v["version"] for v in groups[GROUP]["versions"]] == ["v1beta2", "v1beta1"]
+    assert groups["visibility.kueue.x-k8s.io"]["preferredVersion"]["version"] == "v1beta2"
+    _, visibility = get_raw(kapi, kueue_sim.url, "/apis/visibility.kueue.x-k8s.io/v1beta2")
+    assert {r["name"]: r["verbs"] for r in visibility["resources"]} == {
+        "clusterqueues": [],
+        "clusterqueues/pendingworkloads": ["get"],
+        "localqueues": [],
+        "localqueues/pendingworkloads": ["get"],
+    }
