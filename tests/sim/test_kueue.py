@@ -70,9 +70,14 @@ def scheduled_condition(core: client.CoreV1Api, name: str, namespace: str = NS) 
 
 
 def workloads(api: client.ApiClient) -> dict[str, dict[str, Any]]:
-    """The namespace's workloads by the name of the pod that owns each."""
+    """The namespace's workloads by the name of the pod that owns each (or their own, for one without)."""
     listed = client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, V2, NS, "workloads")
-    return {w["metadata"]["ownerReferences"][0]["name"]: w for w in listed["items"]}
+    return {owner_name(w): w for w in listed["items"]}
+
+
+def owner_name(wl: dict[str, Any]) -> str:
+    owners = wl["metadata"].get("ownerReferences") or []
+    return str(owners[0]["name"] if owners else wl["metadata"]["name"])
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -349,3 +354,48 @@ def test_discovery_prefers_v1beta2(kueue_sim: world.BackgroundWorld, kapi: clien
         "localqueues": [],
         "localqueues/pendingworkloads": ["get"],
     }
+
+
+def test_a_higher_priority_workload_goes_ahead_in_the_queue(
+    kueue_sim: world.BackgroundWorld, kapi: client.ApiClient
+) -> None:
+    """A Workload created directly (as a Job integration would) with priority 10 passes the waiting pods."""
+    core, custom = client.CoreV1Api(kapi), client.CustomObjectsApi(kapi)
+    for name in ("a", "b", "c"):
+        core.create_namespaced_pod(NS, gpu_pod(name))
+        kueue_sim.advance(1)
+    template = {
+        "spec": {"containers": [{"name": "main", "image": "x", "resources": {"requests": {GPU: "1"}}}]}
+    }
+    urgent = {
+        "apiVersion": f"{GROUP}/{V2}",
+        "kind": "Workload",
+        "metadata": {"name": "urgent"},
+        "spec": {
+            "queueName": "gpu-queue",
+            "priority": 10,
+            "podSets": [{"name": "main", "count": 1, "template": template}],
+        },
+    }
+    custom.create_namespaced_custom_object(GROUP, V2, NS, "workloads", urgent)
+    kueue_sim.advance(1)
+    _, body = get_raw(
+        kapi,
+        kueue_sim.url,
+        f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/gpu-queue/pendingworkloads",
+    )
+    assert [(i["metadata"]["name"], i["priority"], i["positionInClusterQueue"]) for i in body["items"]] == [
+        ("urgent", 10, 0),
+        (workloads(kapi)["c"]["metadata"]["name"], 0, 1),
+    ]
+    # Its status is the controller's: a write to the main resource keeps it, as the status subresource does.
+    patched = custom.patch_namespaced_custom_object(
+        GROUP,
+        V2,
+        NS,
+        "workloads",
+        "urgent",
+        {"status": {"admission": None}, "metadata": {"labels": {"x": "y"}}},
+    )
+    assert condition(patched, "QuotaReserved")["reason"] == "Pending"
+    assert patched["metadata"]["labels"] == {"x": "y"}
