@@ -4,13 +4,14 @@ client (CoreV1Api, CustomObjectsApi, raw visibility GETs) and the real kubectl, 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 
 from sim.cluster import config, world
 from tests.sim.test_kubectl import Kubectl
@@ -399,3 +400,25 @@ def test_a_higher_priority_workload_goes_ahead_in_the_queue(
     )
     assert condition(patched, "QuotaReserved")["reason"] == "Pending"
     assert patched["metadata"]["labels"] == {"x": "y"}
+
+
+def test_workloads_can_be_watched_from_a_version(
+    kueue_sim: world.BackgroundWorld, kapi: client.ApiClient
+) -> None:
+    custom = client.CustomObjectsApi(kapi)
+    mark = custom.list_namespaced_custom_object(GROUP, V2, NS, "workloads")["metadata"]["resourceVersion"]
+    client.CoreV1Api(kapi).create_namespaced_pod(NS, gpu_pod("a"))
+    kueue_sim.advance(1)
+    stream = watch.Watch().stream(
+        custom.list_namespaced_custom_object, GROUP, V1, NS, "workloads", resource_version=mark
+    )
+    seen = [
+        (e["type"], e["object"]["apiVersion"], condition_status(e["object"]))
+        for e in itertools.islice(stream, 2)
+    ]
+    assert seen == [("ADDED", f"{GROUP}/{V1}", None), ("MODIFIED", f"{GROUP}/{V1}", "True")]
+
+
+def condition_status(wl: dict[str, Any]) -> str | None:
+    found = [c["status"] for c in (wl.get("status") or {}).get("conditions") or [] if c["type"] == "Admitted"]
+    return found[0] if found else None
