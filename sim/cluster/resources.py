@@ -161,8 +161,8 @@ def _kueue_kinds(version: str) -> tuple[Resource, ...]:
 
 def _visibility_kinds(version: str) -> tuple[Resource, ...]:
     """Kueue's aggregated visibility API (pkg/visibility/server.go at v0.19.2 serves v1beta2 and v1beta1
-    from one
-    storage): the queues themselves answer no verb, only their `pendingworkloads` subresource a get."""
+    from one storage): the queues themselves answer no verb, only their `pendingworkloads` subresource
+    a get."""
     return (
         Resource(
             VISIBILITY_GROUP,

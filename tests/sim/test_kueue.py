@@ -422,3 +422,16 @@ def test_workloads_can_be_watched_from_a_version(
 def condition_status(wl: dict[str, Any]) -> str | None:
     found = [c["status"] for c in (wl.get("status") or {}).get("conditions") or [] if c["type"] == "Admitted"]
     return found[0] if found else None
+
+
+def test_a_workload_larger_than_the_quota_says_it_never_fits(
+    kueue_sim: world.BackgroundWorld, kapi: client.ApiClient
+) -> None:
+    big = gpu_pod("big")
+    big["spec"]["containers"][0]["resources"] = {"limits": {GPU: "3"}}
+    client.CoreV1Api(kapi).create_namespaced_pod(NS, big)
+    kueue_sim.advance(1)
+    assert condition(workloads(kapi)["big"], "QuotaReserved")["message"] == (
+        "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor gpu-t4, "
+        "previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"
+    )
