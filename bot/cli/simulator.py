@@ -88,6 +88,14 @@ def add_parser(sub: Any) -> None:
         metavar="DIR",
         help="keep the cluster (objects, pools, clock) in DIR across restarts (default: start afresh)",
     )
+    sim_cmd.add_argument(
+        "--kueue-gpu-quota",
+        type=int,
+        default=None,
+        metavar="N",
+        help="install a minimal Kueue v0.19.2 with a ClusterQueue of N GPUs and the LocalQueue gpu-queue "
+        "in gpubot-workloads (default: no Kueue)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,6 +116,7 @@ async def serve_cluster(args: argparse.Namespace) -> int:
         speed=args.speed or None,
         gpu_pool=not args.no_gpu_pool,
         state_dir=args.state_dir,
+        kueue_gpu_quota=args.kueue_gpu_quota,
         timings=config_module.instant_cloud() if args.instant_cloud else config_module.Timings(),
     )
     cluster = world.World(config)

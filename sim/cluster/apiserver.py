@@ -100,6 +100,7 @@ class ApiServer:
         self.traffic = traffic.Traffic()
         self.faults = faults.ApiFaults(store)
         self.notebooks = jupyter.Servers(store)
+        self.served = resources.ALL if self.options.kueue else resources.BUILT_IN
 
     # -- wiring ----------------------------------------------------------------------------
     def routes(self) -> list[web.RouteDef]:
@@ -109,9 +110,11 @@ class ApiServer:
             web.get("/livez", self.ok),
             web.get("/readyz", self.ok),
             web.get("/api", discovery.api_versions),
-            web.get("/apis", discovery.api_groups),
-            web.get("/openapi/v3", discovery.openapi_index),
-            web.get("/openapi/v3/{path:.*}", discovery.openapi_document),
+            web.get("/apis", functools.partial(discovery.api_groups, served=self.served)),
+            web.get("/openapi/v3", functools.partial(discovery.openapi_index, served=self.served)),
+            web.get(
+                "/openapi/v3/{path:.*}", functools.partial(discovery.openapi_document, served=self.served)
+            ),
             web.route("*", "/api/v1", discovery.resource_list),
             web.route("*", "/api/{tail:.+}", self.dispatch),
             web.route("*", "/apis/{tail:.+}", self.dispatch),
@@ -139,9 +142,9 @@ class ApiServer:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
         if parts[0] == "apis" and len(parts) == 3:
-            return discovery.group_resource_list(parts[1], parts[2])
+            return discovery.group_resource_list(parts[1], parts[2], self.served)
         if parts[0] == "apis" and len(parts) == 2:
-            return discovery.group(parts[1])
+            return discovery.group(parts[1], self.served)
         if (
             request.method == "POST"
             and len(parts) == 5
@@ -150,7 +153,7 @@ class ApiServer:
         ):
             self.traffic.count(user_agent(request), "create", "bindings")
             return self.bind_named(parts[3], await bodies.read(request))
-        target = parse_target(parts)
+        target = parse_target(parts, self.served)
         watching = request.query.get("watch") in ("1", "true")
         shown = target.resource.plural + (f"/{target.subresource}" if target.subresource else "")
         verb = traffic.verb_of(request.method, collection=not target.name, watch=watching)
@@ -572,10 +575,9 @@ class ApiServer:
             ):
                 return self.mark_deleting(res, current, grace)
         if res.plural == "namespaces":
-            for other in resources.ALL:
-                if other.namespaced and other.key == other.plural:
-                    for obj in self.store.items(other.key, name):
-                        self.store.remove(other.key, name, obj["metadata"]["name"])
+            for key in sorted({other.key for other in self.served if other.namespaced}):
+                for obj in self.store.items(key, name):
+                    self.store.remove(key, name, obj["metadata"]["name"])
         if meta.get("finalizers"):
             return self.mark_deleting(res, current, 0)
         return self.store.remove(res.key, ns, name)
@@ -698,7 +700,7 @@ def user_agent(request: web.Request) -> str:
     return request.headers.get("User-Agent", "")
 
 
-def parse_target(parts: list[str]) -> Target:
+def parse_target(parts: list[str], served: discovery.Served = resources.ALL) -> Target:
     """`/api/v1[/namespaces/NS]/PLURAL[/NAME[/SUB]]` and the `/apis/G/V/...` equivalent."""
     if parts[0] == "api":
         group, version, rest = "", parts[1], parts[2:]
@@ -709,7 +711,7 @@ def parse_target(parts: list[str]) -> Target:
         namespace, rest = rest[1], rest[2:]
     if not rest:
         raise errors.PathNotFound()
-    res = resources.lookup(group, version, rest[0])
+    res = resources.lookup(group, version, rest[0], served)
     if res is None or (namespace and not res.namespaced):
         raise errors.PathNotFound()
     name = rest[1] if len(rest) > 1 else ""

@@ -6,6 +6,7 @@ each kind's PATCH operation; without it `create`/`apply` fall back to downloadin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
@@ -25,6 +26,9 @@ VERSION = {
     "platform": "linux/amd64",
 }
 
+
+Served = Sequence[Resource]
+"""The resources one world serves: the built-in ones, and Kueue's when it is installed."""
 
 SUBRESOURCE_KINDS = {
     "binding": "Binding",
@@ -99,8 +103,8 @@ def version_priority(version: str) -> tuple[int, int, int]:
     return (stage, int(major or 0), int(rest or 0))
 
 
-def _resource_list_body(group_version: str) -> dict[str, Any]:
-    entries = [e for r in resources.group_versions()[group_version] for e in _resource_entries(r)]
+def _resource_list_body(group_version: str, served: Served) -> dict[str, Any]:
+    entries = [e for r in resources.group_versions(served)[group_version] for e in _resource_entries(r)]
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -109,14 +113,12 @@ def _resource_list_body(group_version: str) -> dict[str, Any]:
     }
 
 
-def _groups() -> list[str]:
-    return sorted({r.group for r in resources.ALL if r.group})
+def _groups(served: Served) -> list[str]:
+    return sorted({r.group for r in served if r.group})
 
 
-def _group_body(group: str) -> dict[str, Any]:
-    versions = sorted(
-        {r.version for r in resources.ALL if r.group == group}, key=version_priority, reverse=True
-    )
+def _group_body(group: str, served: Served) -> dict[str, Any]:
+    versions = sorted({r.version for r in served if r.group == group}, key=version_priority, reverse=True)
     entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {
         "kind": "APIGroup",
@@ -137,30 +139,30 @@ async def api_versions(request: web.Request) -> web.Response:
     )
 
 
-async def api_groups(request: web.Request) -> web.Response:
+async def api_groups(request: web.Request, served: Served = resources.ALL) -> web.Response:
     groups = []
-    for name in _groups():
-        body = _group_body(name)
+    for name in _groups(served):
+        body = _group_body(name, served)
         del body["kind"], body["apiVersion"]
         groups.append(body)
     return web.json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 
 
 async def resource_list(request: web.Request) -> web.Response:
-    return web.json_response(_resource_list_body("v1"))
+    return web.json_response(_resource_list_body("v1", resources.BUILT_IN))
 
 
-def group_resource_list(group: str, version: str) -> web.Response:
+def group_resource_list(group: str, version: str, served: Served = resources.ALL) -> web.Response:
     gv = f"{group}/{version}"
-    if gv not in resources.group_versions():
+    if gv not in resources.group_versions(served):
         return _not_found()
-    return web.json_response(_resource_list_body(gv))
+    return web.json_response(_resource_list_body(gv, served))
 
 
-def group(name: str) -> web.Response:
-    if name not in _groups():
+def group(name: str, served: Served = resources.ALL) -> web.Response:
+    if name not in _groups(served):
         return _not_found()
-    return web.json_response(_group_body(name))
+    return web.json_response(_group_body(name, served))
 
 
 def _not_found() -> web.Response:
@@ -183,19 +185,19 @@ def _openapi_key(group_version: str) -> str:
     return "api/v1" if group_version == "v1" else f"apis/{group_version}"
 
 
-async def openapi_index(request: web.Request) -> web.Response:
+async def openapi_index(request: web.Request, served: Served = resources.ALL) -> web.Response:
     paths = {
         _openapi_key(gv): {"serverRelativeURL": f"/openapi/v3/{_openapi_key(gv)}?hash=0"}
-        for gv in resources.group_versions()
+        for gv in resources.group_versions(served)
     }
     return web.json_response({"paths": paths})
 
 
-async def openapi_document(request: web.Request) -> web.Response:
+async def openapi_document(request: web.Request, served: Served = resources.ALL) -> web.Response:
     key = request.match_info["path"]
-    for gv, served in resources.group_versions().items():
+    for gv, kinds in resources.group_versions(served).items():
         if _openapi_key(gv) == key:
-            return web.json_response(_openapi_doc(gv, served))
+            return web.json_response(_openapi_doc(gv, kinds))
     return _not_found()
 
 

@@ -2,9 +2,9 @@
 
 Upstream, read at kubernetes/kubernetes v1.32: pkg/apis/core/validation/validation.go
 (validateSchedulingGates, validateOnlyDeletedSchedulingGates, validateNodeSelectorMutation, the gated-pod
-branch of ValidatePodUpdate and
-the nodeName rule of ValidatePodCreate), and pkg/registry/core/pod/strategy.go (applySchedulingGatedCondition,
-which sets the PodScheduled condition at create: the scheduler never sees a gated pod).
+branch of ValidatePodUpdate and the nodeName rule of ValidatePodCreate), and
+pkg/registry/core/pod/strategy.go (applySchedulingGatedCondition, which sets the PodScheduled condition at
+create: the scheduler never sees a gated pod).
 """
 
 from __future__ import annotations

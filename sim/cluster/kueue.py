@@ -3,9 +3,8 @@ are admitted in queue order while the nominal quota of the ClusterQueue's flavor
 
 Upstream (kubernetes-sigs/kueue, tag v0.19.2): pkg/controller/jobs/pod/pod_webhook.go (label and gate at
 admission), pkg/controller/jobframework (workload names, ConstructWorkload, Finished), pkg/scheduler
-(admission,
-flavorassigner messages), pkg/workload/workload.go (conditions), pkg/cache/queue (queue order). What this does
-not do is listed in docs/sim.md ("Kueue").
+(admission, flavorassigner messages), pkg/workload/workload.go (conditions), pkg/cache/queue (queue order).
+What this does not do is listed in docs/sim.md ("Kueue").
 """
 
 from __future__ import annotations
@@ -45,8 +44,7 @@ def default_pod(pod: Obj) -> None:
 
 def workload_name(pod: Mapping[str, Any]) -> str:
     """GetWorkloadNameForOwnerWithGVK (jobframework/workload_names.go): `pod-NAME-` and 5 hex of a sha1 of
-    kind,
-    group, name and uid; the prefix cut to 253 - 6 (ShortWorkloadNames is off by default at v0.19.2)."""
+    kind, group, name and uid; the prefix cut to 253 - 6 (ShortWorkloadNames is off by default at v0.19.2)."""
     name, uid = pod["metadata"]["name"], pod["metadata"].get("uid", "")
     digest = hashlib.sha1(f"Pod\n\n{name}\n{uid}".encode()).hexdigest()[:5]
     return f"{('pod-' + name)[:247]}-{digest}"
@@ -142,10 +140,9 @@ def no_fit_message(need: fit.Resources, used: fit.Resources, quotas: Mapping[str
         flavor, nominal = quotas[name]
         if need[name] > nominal:
             return (
-                f"couldn't assign flavors to pod set {POD_SET}: insufficient quota for {name} "
-                f"in flavor {flavor}, "
-                f"previously considered podsets requests ({quantity(name, 0)}) + current podset request "
-                f"({quantity(name, need[name])}) > maximum capacity ({quantity(name, nominal)})"
+                f"couldn't assign flavors to pod set {POD_SET}: insufficient quota for {name} in flavor "
+                f"{flavor}, previously considered podsets requests ({quantity(name, 0)}) + current podset "
+                f"request ({quantity(name, need[name])}) > maximum capacity ({quantity(name, nominal)})"
             )
         if used.get(name, 0) + need[name] > nominal:
             more = quantity(name, used.get(name, 0) + need[name] - nominal)

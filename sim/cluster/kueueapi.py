@@ -3,8 +3,8 @@ their two served versions, the conversion between them, and kubectl's columns.
 
 config/components/crd/bases/kueue.x-k8s.io_*.yaml at v0.19.2: v1beta2 is the storage version, v1beta1 is still
 served with `deprecationWarning: This version is deprecated. Use v1beta2 instead.` Objects are stored as
-v1beta2
-and converted on the way in and out (apis/kueue/v1beta1/*_conversion.go: only renamed fields differ here).
+v1beta2 and converted on the way in and out (apis/kueue/v1beta1/*_conversion.go: only renamed fields
+differ here).
 """
 
 from __future__ import annotations

@@ -64,6 +64,8 @@ class Kueue:
         owned: set[str] = set()
         for wl in list(self.store.iter_raw(WORKLOADS)):
             owner: dict[str, Any] = next(iter(wl["metadata"].get("ownerReferences") or []), {})
+            if owner.get("kind") != "Pod":
+                continue  # a Workload made by hand (or another integration) is not a pod's to finish
             pod = pods.get(owner.get("uid", ""))
             meta = wl["metadata"]
             if pod is None:  # the garbage collector follows the controller reference

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -160,8 +161,8 @@ def _kueue_kinds(version: str) -> tuple[Resource, ...]:
 
 def _visibility_kinds(version: str) -> tuple[Resource, ...]:
     """Kueue's aggregated visibility API (pkg/visibility/server.go at v0.19.2 serves v1beta2 and v1beta1
-    from one
-    storage): the queues themselves answer no verb, only their `pendingworkloads` subresource a get."""
+    from one storage): the queues themselves answer no verb, only their `pendingworkloads` subresource
+    a get."""
     return (
         Resource(
             VISIBILITY_GROUP,
@@ -189,7 +190,7 @@ def _visibility_kinds(version: str) -> tuple[Resource, ...]:
 KUEUE = (*_kueue_kinds("v1beta2"), *_kueue_kinds("v1beta1"))
 VISIBILITY = (*_visibility_kinds("v1beta2"), *_visibility_kinds("v1beta1"))
 
-ALL = (
+BUILT_IN = (
     PODS,
     NODES,
     EVENTS,
@@ -203,21 +204,21 @@ ALL = (
     CLUSTERROLES,
     ROLEBINDINGS,
     CLUSTERROLEBINDINGS,
-    *KUEUE,
-    *VISIBILITY,
 )
+ALL = (*BUILT_IN, *KUEUE, *VISIBILITY)
+"""Everything the sim can serve; a world without Kueue serves BUILT_IN only, so discovery tells them apart."""
 
 
-def group_versions() -> dict[str, list[Resource]]:
+def group_versions(served: Sequence[Resource] = ALL) -> dict[str, list[Resource]]:
     """`v1` and `G/V` → the resources served there, in a stable order."""
     out: dict[str, list[Resource]] = {}
-    for res in ALL:
+    for res in served:
         out.setdefault(res.group_version, []).append(res)
     return out
 
 
-def lookup(group: str, version: str, plural: str) -> Resource | None:
-    for res in ALL:
+def lookup(group: str, version: str, plural: str, served: Sequence[Resource] = ALL) -> Resource | None:
+    for res in served:
         if (res.group, res.version, res.plural) == (group, version, plural):
             return res
     return None

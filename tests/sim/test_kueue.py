@@ -4,13 +4,14 @@ client (CoreV1Api, CustomObjectsApi, raw visibility GETs) and the real kubectl, 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 
 from sim.cluster import config, world
 from tests.sim.test_kubectl import Kubectl
@@ -70,9 +71,14 @@ def scheduled_condition(core: client.CoreV1Api, name: str, namespace: str = NS) 
 
 
 def workloads(api: client.ApiClient) -> dict[str, dict[str, Any]]:
-    """The namespace's workloads by the name of the pod that owns each."""
+    """The namespace's workloads by the name of the pod that owns each (or their own, for one without)."""
     listed = client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, V2, NS, "workloads")
-    return {w["metadata"]["ownerReferences"][0]["name"]: w for w in listed["items"]}
+    return {owner_name(w): w for w in listed["items"]}
+
+
+def owner_name(wl: dict[str, Any]) -> str:
+    owners = wl["metadata"].get("ownerReferences") or []
+    return str(owners[0]["name"] if owners else wl["metadata"]["name"])
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -322,3 +328,110 @@ def test_kubectl_reads_workloads_and_queues(
     ]
     assert "gpu-queue" in kubectl.ok("get", "lq", "-n", NS)
     assert "gpu-cluster-queue" in kubectl.ok("get", "clusterqueues")
+
+
+def test_without_kueue_its_apis_are_absent_and_the_queue_label_does_nothing(
+    sim: world.BackgroundWorld, core: client.CoreV1Api, api_client: client.ApiClient
+) -> None:
+    _, listed = get_raw(api_client, sim.url, "/apis")
+    assert not {g["name"] for g in listed["groups"]} & {GROUP, "visibility.kueue.x-k8s.io"}
+    with pytest.raises(client.ApiException) as absent:
+        client.CustomObjectsApi(api_client).list_namespaced_custom_object(GROUP, V2, NS, "workloads")
+    assert absent.value.status == 404
+    core.create_namespaced_pod(NS, gpu_pod("plain"))
+    assert not core.read_namespaced_pod("plain", NS).spec.scheduling_gates
+
+
+def test_discovery_prefers_v1beta2(kueue_sim: world.BackgroundWorld, kapi: client.ApiClient) -> None:
+    _, listed = get_raw(kapi, kueue_sim.url, "/apis")
+    groups = {g["name"]: g for g in listed["groups"]}
+    assert groups[GROUP]["preferredVersion"]["version"] == "v1beta2"
+    assert [v["version"] for v in groups[GROUP]["versions"]] == ["v1beta2", "v1beta1"]
+    assert groups["visibility.kueue.x-k8s.io"]["preferredVersion"]["version"] == "v1beta2"
+    _, visibility = get_raw(kapi, kueue_sim.url, "/apis/visibility.kueue.x-k8s.io/v1beta2")
+    assert {r["name"]: r["verbs"] for r in visibility["resources"]} == {
+        "clusterqueues": [],
+        "clusterqueues/pendingworkloads": ["get"],
+        "localqueues": [],
+        "localqueues/pendingworkloads": ["get"],
+    }
+
+
+def test_a_higher_priority_workload_goes_ahead_in_the_queue(
+    kueue_sim: world.BackgroundWorld, kapi: client.ApiClient
+) -> None:
+    """A Workload created directly (as a Job integration would) with priority 10 passes the waiting pods."""
+    core, custom = client.CoreV1Api(kapi), client.CustomObjectsApi(kapi)
+    for name in ("a", "b", "c"):
+        core.create_namespaced_pod(NS, gpu_pod(name))
+        kueue_sim.advance(1)
+    template = {
+        "spec": {"containers": [{"name": "main", "image": "x", "resources": {"requests": {GPU: "1"}}}]}
+    }
+    urgent = {
+        "apiVersion": f"{GROUP}/{V2}",
+        "kind": "Workload",
+        "metadata": {"name": "urgent"},
+        "spec": {
+            "queueName": "gpu-queue",
+            "priority": 10,
+            "podSets": [{"name": "main", "count": 1, "template": template}],
+        },
+    }
+    custom.create_namespaced_custom_object(GROUP, V2, NS, "workloads", urgent)
+    kueue_sim.advance(1)
+    _, body = get_raw(
+        kapi,
+        kueue_sim.url,
+        f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/gpu-queue/pendingworkloads",
+    )
+    assert [(i["metadata"]["name"], i["priority"], i["positionInClusterQueue"]) for i in body["items"]] == [
+        ("urgent", 10, 0),
+        (workloads(kapi)["c"]["metadata"]["name"], 0, 1),
+    ]
+    # Its status is the controller's: a write to the main resource keeps it, as the status subresource does.
+    patched = custom.patch_namespaced_custom_object(
+        GROUP,
+        V2,
+        NS,
+        "workloads",
+        "urgent",
+        {"status": {"admission": None}, "metadata": {"labels": {"x": "y"}}},
+    )
+    assert condition(patched, "QuotaReserved")["reason"] == "Pending"
+    assert patched["metadata"]["labels"] == {"x": "y"}
+
+
+def test_workloads_can_be_watched_from_a_version(
+    kueue_sim: world.BackgroundWorld, kapi: client.ApiClient
+) -> None:
+    custom = client.CustomObjectsApi(kapi)
+    mark = custom.list_namespaced_custom_object(GROUP, V2, NS, "workloads")["metadata"]["resourceVersion"]
+    client.CoreV1Api(kapi).create_namespaced_pod(NS, gpu_pod("a"))
+    kueue_sim.advance(1)
+    stream = watch.Watch().stream(
+        custom.list_namespaced_custom_object, GROUP, V1, NS, "workloads", resource_version=mark
+    )
+    seen = [
+        (e["type"], e["object"]["apiVersion"], condition_status(e["object"]))
+        for e in itertools.islice(stream, 2)
+    ]
+    assert seen == [("ADDED", f"{GROUP}/{V1}", None), ("MODIFIED", f"{GROUP}/{V1}", "True")]
+
+
+def condition_status(wl: dict[str, Any]) -> str | None:
+    found = [c["status"] for c in (wl.get("status") or {}).get("conditions") or [] if c["type"] == "Admitted"]
+    return found[0] if found else None
+
+
+def test_a_workload_larger_than_the_quota_says_it_never_fits(
+    kueue_sim: world.BackgroundWorld, kapi: client.ApiClient
+) -> None:
+    big = gpu_pod("big")
+    big["spec"]["containers"][0]["resources"] = {"limits": {GPU: "3"}}
+    client.CoreV1Api(kapi).create_namespaced_pod(NS, big)
+    kueue_sim.advance(1)
+    assert condition(workloads(kapi)["big"], "QuotaReserved")["message"] == (
+        "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor gpu-t4, "
+        "previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)"
+    )
