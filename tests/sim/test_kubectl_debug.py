@@ -124,6 +124,6 @@ def test_a_path_nothing_serves_is_answered_as_the_apiserver_does(
     sim: world.BackgroundWorld, core: client.CoreV1Api
 ) -> None:
     core.create_namespaced_pod("default", pod("web"))
-    answer = requests.post(f"{sim.url}/api/v1/namespaces/default/pods/web/proxy", timeout=10)
+    answer = requests.post(f"{sim.url}/api/v1/namespaces/default/pods/web/frobnicate", timeout=10)
     assert (answer.status_code, answer.text) == (404, errors.PAGE_NOT_FOUND)
     assert answer.headers["Content-Type"].startswith("text/plain")
