@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.core import explain, lifecycle, podspec, quantities, queue
+from bot.core.workloads import as_map, as_maps, as_text
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"
@@ -79,56 +80,45 @@ class ClusterQueue:
         return max(self.quota.get(resource, 0) - max(self.reserved.get(resource, 0), reserved_seen), 0)
 
 
-def _map(value: Any) -> Body:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _maps(value: Any) -> list[Body]:
-    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def _condition(status: Body, kind: str) -> Body | None:
-    return next((c for c in _maps(status.get("conditions")) if c.get("type") == kind), None)
+    return next((c for c in as_maps(status.get("conditions")) if c.get("type") == kind), None)
 
 
 def _pod_set_gpus(pod_set: Body, resource: str) -> int:
     """GPUs a pod set asks for: its count times each container's limit (else request) of `resource`."""
-    spec = _map(_map(pod_set.get("template")).get("spec"))
+    spec = as_map(as_map(pod_set.get("template")).get("spec"))
     per_pod = 0
-    for container in _maps(spec.get("containers")):
-        resources = _map(container.get("resources"))
-        amount = _map(resources.get("limits")).get(resource, _map(resources.get("requests")).get(resource))
+    for container in as_maps(spec.get("containers")):
+        resources = as_map(container.get("resources"))
+        requested = as_map(resources.get("requests")).get(resource)
+        amount = as_map(resources.get("limits")).get(resource, requested)
         per_pod += quantities.count(amount)
     count = pod_set.get("count", 1)
     return per_pod * (count if isinstance(count, int) and not isinstance(count, bool) else 1)
 
 
 def read_workload(obj: Body, *, resource: str) -> Workload:
-    metadata, spec, status = _map(obj.get("metadata")), _map(obj.get("spec")), _map(obj.get("status"))
-    owner = next((o for o in _maps(metadata.get("ownerReferences")) if o.get("kind") == "Pod"), {})
+    metadata, spec, status = as_map(obj.get("metadata")), as_map(obj.get("spec")), as_map(obj.get("status"))
+    owner = next((o for o in as_maps(metadata.get("ownerReferences")) if o.get("kind") == "Pod"), {})
     quota = _condition(status, QUOTA_RESERVED) or {}
     admitted, finished = _condition(status, ADMITTED) or {}, _condition(status, FINISHED) or {}
     priority = spec.get("priority")
     waiting = quota.get("status") == "False"
     return Workload(
-        namespace=_text(metadata.get("namespace")),
-        name=_text(metadata.get("name")),
-        uid=_text(metadata.get("uid")),
-        pod_uid=_text(owner.get("uid")),
-        queue=_text(spec.get("queueName")),
+        namespace=as_text(metadata.get("namespace")),
+        name=as_text(metadata.get("name")),
+        uid=as_text(metadata.get("uid")),
+        pod_uid=as_text(owner.get("uid")),
+        queue=as_text(spec.get("queueName")),
         priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
         created=_time(metadata.get("creationTimestamp")),
-        gpus=sum(_pod_set_gpus(p, resource) for p in _maps(spec.get("podSets"))),
+        gpus=sum(_pod_set_gpus(p, resource) for p in as_maps(spec.get("podSets"))),
         admitted=admitted.get("status") == "True",
-        reserved_in=_text(_map(status.get("admission")).get("clusterQueue")),
-        waiting_reason=_text(quota.get("reason")) if waiting else "",
-        waiting_message=_text(quota.get("message")) if waiting else "",
+        reserved_in=as_text(as_map(status.get("admission")).get("clusterQueue")),
+        waiting_reason=as_text(quota.get("reason")) if waiting else "",
+        waiting_message=as_text(quota.get("message")) if waiting else "",
         finished=finished.get("status") == "True",
-        pod_name=_text(owner.get("name")),
+        pod_name=as_text(owner.get("name")),
         since=_time((admitted if admitted.get("status") == "True" else quota).get("lastTransitionTime")),
     )
 
@@ -149,27 +139,27 @@ def observe(workload: Workload, *, at: datetime) -> lifecycle.KueueSeen:
 
 def local_queue_target(obj: Body) -> tuple[str, str]:
     """(`namespace/name` of a LocalQueue, the ClusterQueue it points at)."""
-    metadata = _map(obj.get("metadata"))
-    key = f"{_text(metadata.get('namespace'))}/{_text(metadata.get('name'))}"
-    return key, _text(_map(obj.get("spec")).get("clusterQueue"))
+    metadata = as_map(obj.get("metadata"))
+    key = f"{as_text(metadata.get('namespace'))}/{as_text(metadata.get('name'))}"
+    return key, as_text(as_map(obj.get("spec")).get("clusterQueue"))
 
 
 def _totals(entries: Iterable[Body], field: str) -> dict[str, int]:
     found: dict[str, int] = {}
     for flavor in entries:
-        for resource in _maps(flavor.get("resources")):
-            name = _text(resource.get("name"))
+        for resource in as_maps(flavor.get("resources")):
+            name = as_text(resource.get("name"))
             found[name] = found.get(name, 0) + quantities.count(resource.get(field, 0))
     return found
 
 
 def read_cluster_queue(obj: Body) -> ClusterQueue:
-    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
-    flavors = [f for group in _maps(spec.get("resourceGroups")) for f in _maps(group.get("flavors"))]
+    spec, status = as_map(obj.get("spec")), as_map(obj.get("status"))
+    flavors = [f for group in as_maps(spec.get("resourceGroups")) for f in as_maps(group.get("flavors"))]
     return ClusterQueue(
-        name=_text(_map(obj.get("metadata")).get("name")),
+        name=as_text(as_map(obj.get("metadata")).get("name")),
         quota=_totals(flavors, "nominalQuota"),
-        reserved=_totals(_maps(status.get("flavorsReservation")), "total"),
+        reserved=_totals(as_maps(status.get("flavorsReservation")), "total"),
     )
 
 
@@ -177,10 +167,10 @@ def read_summary(obj: Body) -> dict[str, int]:
     """A PendingWorkloadsSummary: each pending Workload (`namespace/name`) → its place in the ClusterQueue,
     1 for the next (the API counts `positionInClusterQueue` from 0)."""
     found = {}
-    for item in _maps(obj.get("items")):
-        metadata, position = _map(item.get("metadata")), item.get("positionInClusterQueue")
+    for item in as_maps(obj.get("items")):
+        metadata, position = as_map(item.get("metadata")), item.get("positionInClusterQueue")
         if isinstance(position, int) and not isinstance(position, bool):
-            found[f"{_text(metadata.get('namespace'))}/{_text(metadata.get('name'))}"] = position + 1
+            found[f"{as_text(metadata.get('namespace'))}/{as_text(metadata.get('name'))}"] = position + 1
     return found
 
 

@@ -86,15 +86,16 @@ def name_in_key(key: str) -> str | None:
     return name
 
 
-def _map(value: Any) -> Body:
+def as_map(value: Any) -> Body:
+    """A field of an API object read as a mapping; {} when it is missing or not one (so are the others)."""
     return value if isinstance(value, Mapping) else {}
 
 
-def _maps(value: Any) -> list[Body]:
+def as_maps(value: Any) -> list[Body]:
     return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
@@ -108,11 +109,11 @@ def _latest(moments: Iterable[datetime | None]) -> datetime | None:
 
 def container_gpus(container: Body) -> int:
     """GPUs one container asks for: limits win, as extended resources require limits = requests."""
-    resources = _map(container.get("resources"))
+    resources = as_map(container.get("resources"))
     for section in ("limits", "requests"):
         found = [
             quantities.count(v)
-            for k, v in _map(resources.get(section)).items()
+            for k, v in as_map(resources.get(section)).items()
             if labels.is_gpu_resource(str(k))
         ]
         if found:
@@ -121,11 +122,11 @@ def container_gpus(container: Body) -> int:
 
 
 def pod_gpus(pod: Body) -> int:
-    return sum(container_gpus(c) for c in _maps(_map(pod.get("spec")).get("containers")))
+    return sum(container_gpus(c) for c in as_maps(as_map(pod.get("spec")).get("containers")))
 
 
 def is_managed(pod: Body) -> bool:
-    pod_labels = _map(_map(pod.get("metadata")).get("labels"))
+    pod_labels = as_map(as_map(pod.get("metadata")).get("labels"))
     return pod_labels.get(labels.MANAGED_BY_LABEL) == labels.MANAGED_BY_VALUE
 
 
@@ -136,48 +137,48 @@ def from_pod(pod: Body) -> Workload | None:
     origin = podspec.read_origin(pod)
     if origin is None:
         return None
-    metadata = _map(pod.get("metadata"))
-    notes = _map(metadata.get("annotations"))
-    spec, status = _map(pod.get("spec")), _map(pod.get("status"))
-    containers = _maps(spec.get("containers"))
+    metadata = as_map(pod.get("metadata"))
+    notes = as_map(metadata.get("annotations"))
+    spec, status = as_map(pod.get("spec")), as_map(pod.get("status"))
+    containers = as_maps(spec.get("containers"))
     return Workload(
         name=origin.name,
         namespace=origin.namespace,
-        uid=_text(metadata.get("uid")),
+        uid=as_text(metadata.get("uid")),
         owner_id=origin.owner_id,
-        requester_name=_text(notes.get(labels.REQUESTER_NAME_ANNOTATION)),
+        requester_name=as_text(notes.get(labels.REQUESTER_NAME_ANNOTATION)),
         profile=origin.profile,
         channel=origin.channel,
         thread_ts=origin.thread_ts,
         lease_end=origin.lease_end,
         requested_at=_time(notes.get(labels.REQUESTED_AT_ANNOTATION)),
         gpus=pod_gpus(pod),
-        phase=_text(status.get("phase")) or "Pending",
-        node=_text(spec.get("nodeName")),
+        phase=as_text(status.get("phase")) or "Pending",
+        node=as_text(spec.get("nodeName")),
         command=origin.command,
         deletion_requested=bool(metadata.get("deletionTimestamp")),
-        image=_text(containers[0].get("image")) if containers else "",
+        image=as_text(containers[0].get("image")) if containers else "",
         created_at=_time(metadata.get("creationTimestamp")),
-        resource_version=_text(metadata.get("resourceVersion")),
-        audit=_text(notes.get(labels.AUDIT_ANNOTATION)),
+        resource_version=as_text(metadata.get("resourceVersion")),
+        audit=as_text(notes.get(labels.AUDIT_ANNOTATION)),
         marks=reaping.Marks(
             reminded_for=_time(notes.get(labels.REMINDED_FOR_ANNOTATION)),
             nudged_for=_time(notes.get(labels.NUDGED_FOR_ANNOTATION)),
             idle_warned_at=_time(notes.get(labels.IDLE_WARNED_AT_ANNOTATION)),
-            idle_evidence=_text(notes.get(labels.IDLE_EVIDENCE_ANNOTATION)),
+            idle_evidence=as_text(notes.get(labels.IDLE_EVIDENCE_ANNOTATION)),
             kept_until=_time(notes.get(labels.KEPT_UNTIL_ANNOTATION)),
             telling_since=_time(notes.get(labels.TELLING_SINCE_ANNOTATION)),
         ),
-        request=_text(notes.get(labels.REQUEST_ANNOTATION)),
+        request=as_text(notes.get(labels.REQUEST_ANNOTATION)),
         finished_at=finished_at(pod),
         start=start_of(status),
         ports=container_ports(containers[0]) if containers else (),
-        queue=_text(_map(metadata.get("labels")).get(labels.KUEUE_QUEUE_LABEL)),
+        queue=as_text(as_map(metadata.get("labels")).get(labels.KUEUE_QUEUE_LABEL)),
     )
 
 
 def container_ports(container: Body) -> tuple[int, ...]:
-    ports = (quantities.count(port.get("containerPort")) for port in _maps(container.get("ports")))
+    ports = (quantities.count(port.get("containerPort")) for port in as_maps(container.get("ports")))
     return tuple(port for port in ports if port > 0)
 
 
@@ -185,8 +186,8 @@ def start_of(status: Body) -> starts.Start:
     """The first waiting container's reason and message, with the pod's startTime."""
     waiting = _waiting(_container_statuses(status))
     return starts.Start(
-        reason=_text(waiting.get("reason")),
-        message=_text(waiting.get("message")),
+        reason=as_text(waiting.get("reason")),
+        message=as_text(waiting.get("message")),
         since=_time(status.get("startTime")),
     )
 
@@ -195,14 +196,14 @@ def start_of(status: Body) -> starts.Start:
 
 
 def _container_statuses(status: Body) -> list[Body]:
-    return _maps(status.get("containerStatuses"))
+    return as_maps(status.get("containerStatuses"))
 
 
 def _state_times(container_status: Body) -> list[datetime | None]:
     out: list[datetime | None] = []
     for state_key in ("state", "lastState"):
-        for detail in _map(container_status.get(state_key)).values():
-            details = _map(detail)
+        for detail in as_map(container_status.get(state_key)).values():
+            details = as_map(detail)
             out += [_time(details.get("startedAt")), _time(details.get("finishedAt"))]
     return out
 
@@ -212,23 +213,23 @@ def pod_time(pod: Body) -> datetime | None:
 
     Milestones carry the cluster's own times, so a thread tells when things happened, not when we heard.
     """
-    metadata, status = _map(pod.get("metadata")), _map(pod.get("status"))
+    metadata, status = as_map(pod.get("metadata")), as_map(pod.get("status"))
     moments = [_time(metadata.get("creationTimestamp")), _time(status.get("startTime"))]
-    moments += [_time(c.get("lastTransitionTime")) for c in _maps(status.get("conditions"))]
+    moments += [_time(c.get("lastTransitionTime")) for c in as_maps(status.get("conditions"))]
     for container_status in _container_statuses(status):
         moments += _state_times(container_status)
     return _latest(moments)
 
 
 def _waiting(statuses: list[Body]) -> Body:
-    return next((w for w in (_map(_map(s.get("state")).get("waiting")) for s in statuses) if w), {})
+    return next((w for w in (as_map(as_map(s.get("state")).get("waiting")) for s in statuses) if w), {})
 
 
 def _terminated(statuses: list[Body]) -> Body:
     """The current termination, else the last one (a restarted container's OOMKilled still matters)."""
     for state_key in ("state", "lastState"):
         for container_status in statuses:
-            found = _map(_map(container_status.get(state_key)).get("terminated"))
+            found = as_map(as_map(container_status.get(state_key)).get("terminated"))
             if found:
                 return found
     return {}
@@ -241,12 +242,12 @@ def _exit_code(terminated: Body) -> int | None:
 
 def finished_at(pod: Body) -> datetime | None:
     """A Succeeded or Failed pod's end: its last container's finishedAt, else its newest timestamp."""
-    status = _map(pod.get("status"))
+    status = as_map(pod.get("status"))
     if status.get("phase") not in ("Succeeded", "Failed"):
         return None
     ends = [
-        _time(_map(_map(c.get("state")).get("terminated")).get("finishedAt"))
-        for c in _maps(status.get("containerStatuses"))
+        _time(as_map(as_map(c.get("state")).get("terminated")).get("finishedAt"))
+        for c in as_maps(status.get("containerStatuses"))
     ]
     return _latest(ends) or pod_time(pod)
 
@@ -258,7 +259,7 @@ def observe_pod(pod: Body, *, deleted: bool = False, at: datetime | None = None)
     the pod's own newest timestamp, or its deletionTimestamp once deleted; a pod with no timestamps at
     all needs `at`, since the core never reads the clock.
     """
-    metadata, status = _map(pod.get("metadata")), _map(pod.get("status"))
+    metadata, status = as_map(pod.get("metadata")), as_map(pod.get("status"))
     when = at or (deleted and _time(metadata.get("deletionTimestamp"))) or pod_time(pod)
     if when is None:
         raise ValueError("pod has no timestamps; pass `at`")
@@ -266,11 +267,11 @@ def observe_pod(pod: Body, *, deleted: bool = False, at: datetime | None = None)
     waiting, terminated = _waiting(statuses), _terminated(statuses)
     return lifecycle.PodSeen(
         at=when,
-        phase=_text(status.get("phase")) or "Pending",
-        node=_text(_map(pod.get("spec")).get("nodeName")),
-        waiting_reason=_text(waiting.get("reason")),
-        waiting_message=_text(waiting.get("message")),
-        terminated_reason=_text(terminated.get("reason")),
+        phase=as_text(status.get("phase")) or "Pending",
+        node=as_text(as_map(pod.get("spec")).get("nodeName")),
+        waiting_reason=as_text(waiting.get("reason")),
+        waiting_message=as_text(waiting.get("message")),
+        terminated_reason=as_text(terminated.get("reason")),
         exit_code=_exit_code(terminated),
         restarts=sum(quantities.count(s.get("restartCount")) for s in statuses),
         deleted=deleted,
@@ -282,49 +283,49 @@ def _admitted_to(pod: Body) -> str:
     """The Kueue queue that admitted this pod: it carries the queue label and Kueue lifted its gate (a
     webhook gates such a pod as it is created, so it is never seen ungated before admission)."""
     spec, queue = (
-        _map(pod.get("spec")),
-        _text(_map(_map(pod.get("metadata")).get("labels")).get(labels.KUEUE_QUEUE_LABEL)),
+        as_map(pod.get("spec")),
+        as_text(as_map(as_map(pod.get("metadata")).get("labels")).get(labels.KUEUE_QUEUE_LABEL)),
     )
-    gates = {_text(gate.get("name")) for gate in _maps(spec.get("schedulingGates"))}
+    gates = {as_text(gate.get("name")) for gate in as_maps(spec.get("schedulingGates"))}
     return queue if queue and labels.KUEUE_GATE not in gates else ""
 
 
 def event_time(event: Body) -> datetime | None:
     """When an Event last happened: lastTimestamp for repeats, else eventTime, else its creation."""
-    series = _map(event.get("series"))
+    series = as_map(event.get("series"))
     candidates = (
         event.get("lastTimestamp"),
         series.get("lastObservedTime"),
         event.get("eventTime"),
         event.get("firstTimestamp"),
         event.get("deprecatedLastTimestamp"),
-        _map(event.get("metadata")).get("creationTimestamp"),
+        as_map(event.get("metadata")).get("creationTimestamp"),
     )
     return next((t for t in map(_time, candidates) if t is not None), None)
 
 
 def observe_event(event: Body) -> lifecycle.EventSeen | None:
     """A core/v1 (or events.k8s.io/v1) Event as an observation; None for one without reason or time."""
-    reason, when = _text(event.get("reason")), event_time(event)
+    reason, when = as_text(event.get("reason")), event_time(event)
     if not reason or when is None:
         return None
-    message = _text(event.get("message")) or _text(event.get("note"))
+    message = as_text(event.get("message")) or as_text(event.get("note"))
     return lifecycle.EventSeen(
-        at=when, reason=reason, message=message, type=_text(event.get("type")) or "Normal"
+        at=when, reason=reason, message=message, type=as_text(event.get("type")) or "Normal"
     )
 
 
 def event_subject(event: Body) -> EventSubject | None:
     """The object the Event is about (`involvedObject`, or `regarding` in events.k8s.io/v1)."""
-    ref = _map(event.get("involvedObject")) or _map(event.get("regarding"))
-    name = _text(ref.get("name"))
+    ref = as_map(event.get("involvedObject")) or as_map(event.get("regarding"))
+    name = as_text(ref.get("name"))
     if not name:
         return None
     return EventSubject(
-        kind=_text(ref.get("kind")),
-        namespace=_text(ref.get("namespace")),
+        kind=as_text(ref.get("kind")),
+        namespace=as_text(ref.get("namespace")),
         name=name,
-        uid=_text(ref.get("uid")),
+        uid=as_text(ref.get("uid")),
     )
 
 
