@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from bot.core import lifecycle
+from bot.core.fields import as_map
 
 _TEXT_HEALTH = re.compile(r"Cluster-wide:\s*\n\s*Health:\s*(\w+)")
 _STAMP = re.compile(r"(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))? ([+-]\d{4})")
@@ -74,7 +75,7 @@ def parse(text: str | None) -> Status:
     if not isinstance(document, Mapping) or not ({"clusterWide", "nodeGroups"} & set(document)):
         found = _TEXT_HEALTH.search(text or "")
         return Status(health=found.group(1) if found else "", time=(text or "")[:80])
-    cluster_wide = _map(document.get("clusterWide"))
+    cluster_wide = as_map(document.get("clusterWide"))
     groups = document.get("nodeGroups")
     return Status(
         health=_status_of(cluster_wide.get("health")),
@@ -103,7 +104,7 @@ def parse_last_updated(text: str) -> datetime | None:
 
 
 def _group(raw: Mapping[str, Any]) -> NodeGroup:
-    health, scale_down = _map(raw.get("health")), _map(raw.get("scaleDown"))
+    health, scale_down = as_map(raw.get("health")), as_map(raw.get("scaleDown"))
     return NodeGroup(
         name=str(raw["name"]),
         health=_status_of(health),
@@ -120,7 +121,3 @@ def _status_of(section: Any) -> str:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

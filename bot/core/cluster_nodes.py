@@ -9,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from bot.core import labels, podspec, quantities, taints
-
-Body = Mapping[str, Any]
+from bot.core import labels, quantities, taints
+from bot.core.fields import Body, as_map, as_maps, as_text, as_texts, as_time
 
 
 @dataclass(frozen=True)
@@ -42,22 +40,22 @@ class Node:
 
 def read(node: Body) -> Node:
     """A Node dict as the API server sent it."""
-    metadata = _map(node.get("metadata"))
+    metadata = as_map(node.get("metadata"))
     return Node(
-        name=_text(metadata.get("name")),
+        name=as_text(metadata.get("name")),
         ready=is_ready(node),
         gpus=gpus(node),
         pool=pool_of(node),
-        created=_time(metadata.get("creationTimestamp")),
+        created=as_time(metadata.get("creationTimestamp")),
         ready_since=ready_since(node),
-        labels=_strings(metadata.get("labels")),
-        annotations=_strings(metadata.get("annotations")),
+        labels=as_texts(metadata.get("labels")),
+        annotations=as_texts(metadata.get("annotations")),
         taints=taints.from_node(node),
     )
 
 
 def pool_of(node: Body) -> str:
-    found = _strings(_map(node.get("metadata")).get("labels"))
+    found = as_texts(as_map(node.get("metadata")).get("labels"))
     return next((found[key] for key in labels.POOL_LABELS if found.get(key)), "")
 
 
@@ -68,44 +66,23 @@ def is_ready(node: Body) -> bool:
 def ready_since(node: Body) -> datetime | None:
     """When the node last turned Ready (its Ready condition's transition), if it is Ready."""
     ready = _ready_condition(node)
-    return _time(ready.get("lastTransitionTime")) if ready else None
+    return as_time(ready.get("lastTransitionTime")) if ready else None
 
 
 def gpus(node: Body) -> int:
-    allocatable = _map(_map(node.get("status")).get("allocatable"))
+    allocatable = as_map(as_map(node.get("status")).get("allocatable"))
     return sum(quantities.count(v) for k, v in allocatable.items() if labels.is_gpu_resource(str(k)))
 
 
 def last_seen(node: Body) -> datetime | None:
     """The node's newest timestamp: creation, or a condition's transition or heartbeat."""
-    metadata, status = _map(node.get("metadata")), _map(node.get("status"))
-    moments = [_time(metadata.get("creationTimestamp"))]
-    for condition in _conditions(status):
-        moments += [_time(condition.get("lastTransitionTime")), _time(condition.get("lastHeartbeatTime"))]
+    metadata, status = as_map(node.get("metadata")), as_map(node.get("status"))
+    moments = [as_time(metadata.get("creationTimestamp"))]
+    for condition in as_maps(status.get("conditions")):
+        moments += [as_time(condition.get("lastTransitionTime")), as_time(condition.get("lastHeartbeatTime"))]
     return max((m for m in moments if m is not None), default=None)
 
 
 def _ready_condition(node: Body) -> Body | None:
-    found = _conditions(_map(node.get("status")))
+    found = as_maps(as_map(node.get("status")).get("conditions"))
     return next((c for c in found if c.get("type") == "Ready" and c.get("status") == "True"), None)
-
-
-def _conditions(status: Body) -> list[Body]:
-    found = status.get("conditions")
-    return [c for c in found if isinstance(c, Mapping)] if isinstance(found, list) else []
-
-
-def _map(value: Any) -> Body:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _strings(value: Any) -> dict[str, str]:
-    return {str(k): v if isinstance(v, str) else "" for k, v in _map(value).items()}
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _time(value: Any) -> datetime | None:
-    return podspec.parse_time(value) if isinstance(value, str) and value else None

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core import explain, lifecycle, podspec, quantities, queue
-from bot.core.workloads import as_map, as_maps, as_text
+from bot.core import explain, lifecycle, quantities, queue
+from bot.core.fields import as_map, as_maps, as_text, as_time
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"
@@ -111,7 +111,7 @@ def read_workload(obj: Body, *, resource: str) -> Workload:
         pod_uid=as_text(owner.get("uid")),
         queue=as_text(spec.get("queueName")),
         priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
-        created=_time(metadata.get("creationTimestamp")),
+        created=as_time(metadata.get("creationTimestamp")),
         gpus=sum(_pod_set_gpus(p, resource) for p in as_maps(spec.get("podSets"))),
         admitted=admitted.get("status") == "True",
         reserved_in=as_text(as_map(status.get("admission")).get("clusterQueue")),
@@ -119,12 +119,8 @@ def read_workload(obj: Body, *, resource: str) -> Workload:
         waiting_message=as_text(quota.get("message")) if waiting else "",
         finished=finished.get("status") == "True",
         pod_name=as_text(owner.get("name")),
-        since=_time((admitted if admitted.get("status") == "True" else quota).get("lastTransitionTime")),
+        since=as_time((admitted if admitted.get("status") == "True" else quota).get("lastTransitionTime")),
     )
-
-
-def _time(value: Any) -> datetime | None:
-    return podspec.parse_time(value) if isinstance(value, str) and value else None
 
 
 def observe(workload: Workload, *, at: datetime) -> lifecycle.KueueSeen:

@@ -29,11 +29,6 @@ class SecurityDecision:
     run_as_user: int | None
     read_only_root_filesystem: bool
 
-    @property
-    def meets_restricted(self) -> bool:
-        """The fixed fields (seccomp, capabilities, escalation) always do; these decide the rest."""
-        return self.run_as_non_root and self.run_as_user != 0
-
 
 def decide(defaults: models.PodSecurity, profile: models.ProfileSecurity) -> SecurityDecision:
     """The profile's departures over the bot-wide defaults; nothing typed in Slack takes part."""

@@ -103,21 +103,6 @@ def with_profile_defaults(request: models.RunRequest, profile: models.GpuProfile
     return replace(request, image=request.image or profile.image, ports=request.ports or profile.ports)
 
 
-def check_run(
-    request: models.RunRequest,
-    *,
-    profiles: Mapping[str, models.GpuProfile],
-    default_profile: str,
-    owned_gpus: int,
-    policy: models.QuotaPolicy,
-) -> models.GpuProfile | models.UsageError:
-    """All of the above in the order a user would want to hear it; the profile to build the pod with."""
-    profile = check_request(request, profiles=profiles, default_profile=default_profile, policy=policy)
-    if isinstance(profile, models.UsageError):
-        return profile
-    return check_quota(request, owned_gpus, policy) or profile
-
-
 def lease_hours(request: models.RunRequest, policy: models.QuotaPolicy) -> float:
     """The lease this run gets: what was asked (already bounded by check_limits), else the default."""
     return (

@@ -7,14 +7,12 @@ never raises: the object is read as far as it goes, because one strange pod must
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from bot.core import cluster_nodes, labels, lifecycle, podspec, quantities, reaping, starts
-
-Body = Mapping[str, Any]
+from bot.core.fields import Body, as_map, as_maps, as_text, as_time
 
 
 @dataclass(frozen=True)
@@ -86,23 +84,6 @@ def name_in_key(key: str) -> str | None:
     return name
 
 
-def as_map(value: Any) -> Body:
-    """A field of an API object read as a mapping; {} when it is missing or not one (so are the others)."""
-    return value if isinstance(value, Mapping) else {}
-
-
-def as_maps(value: Any) -> list[Body]:
-    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
-
-
-def as_text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _time(value: Any) -> datetime | None:
-    return podspec.parse_time(value) if isinstance(value, str) and value else None
-
-
 def _latest(moments: Iterable[datetime | None]) -> datetime | None:
     return max((m for m in moments if m is not None), default=None)
 
@@ -151,23 +132,23 @@ def from_pod(pod: Body) -> Workload | None:
         channel=origin.channel,
         thread_ts=origin.thread_ts,
         lease_end=origin.lease_end,
-        requested_at=_time(notes.get(labels.REQUESTED_AT_ANNOTATION)),
+        requested_at=as_time(notes.get(labels.REQUESTED_AT_ANNOTATION)),
         gpus=pod_gpus(pod),
         phase=as_text(status.get("phase")) or "Pending",
         node=as_text(spec.get("nodeName")),
         command=origin.command,
         deletion_requested=bool(metadata.get("deletionTimestamp")),
         image=as_text(containers[0].get("image")) if containers else "",
-        created_at=_time(metadata.get("creationTimestamp")),
+        created_at=as_time(metadata.get("creationTimestamp")),
         resource_version=as_text(metadata.get("resourceVersion")),
         audit=as_text(notes.get(labels.AUDIT_ANNOTATION)),
         marks=reaping.Marks(
-            reminded_for=_time(notes.get(labels.REMINDED_FOR_ANNOTATION)),
-            nudged_for=_time(notes.get(labels.NUDGED_FOR_ANNOTATION)),
-            idle_warned_at=_time(notes.get(labels.IDLE_WARNED_AT_ANNOTATION)),
+            reminded_for=as_time(notes.get(labels.REMINDED_FOR_ANNOTATION)),
+            nudged_for=as_time(notes.get(labels.NUDGED_FOR_ANNOTATION)),
+            idle_warned_at=as_time(notes.get(labels.IDLE_WARNED_AT_ANNOTATION)),
             idle_evidence=as_text(notes.get(labels.IDLE_EVIDENCE_ANNOTATION)),
-            kept_until=_time(notes.get(labels.KEPT_UNTIL_ANNOTATION)),
-            telling_since=_time(notes.get(labels.TELLING_SINCE_ANNOTATION)),
+            kept_until=as_time(notes.get(labels.KEPT_UNTIL_ANNOTATION)),
+            telling_since=as_time(notes.get(labels.TELLING_SINCE_ANNOTATION)),
         ),
         request=as_text(notes.get(labels.REQUEST_ANNOTATION)),
         finished_at=finished_at(pod),
@@ -188,7 +169,7 @@ def start_of(status: Body) -> starts.Start:
     return starts.Start(
         reason=as_text(waiting.get("reason")),
         message=as_text(waiting.get("message")),
-        since=_time(status.get("startTime")),
+        since=as_time(status.get("startTime")),
     )
 
 
@@ -204,7 +185,7 @@ def _state_times(container_status: Body) -> list[datetime | None]:
     for state_key in ("state", "lastState"):
         for detail in as_map(container_status.get(state_key)).values():
             details = as_map(detail)
-            out += [_time(details.get("startedAt")), _time(details.get("finishedAt"))]
+            out += [as_time(details.get("startedAt")), as_time(details.get("finishedAt"))]
     return out
 
 
@@ -214,8 +195,8 @@ def pod_time(pod: Body) -> datetime | None:
     Milestones carry the cluster's own times, so a thread tells when things happened, not when we heard.
     """
     metadata, status = as_map(pod.get("metadata")), as_map(pod.get("status"))
-    moments = [_time(metadata.get("creationTimestamp")), _time(status.get("startTime"))]
-    moments += [_time(c.get("lastTransitionTime")) for c in as_maps(status.get("conditions"))]
+    moments = [as_time(metadata.get("creationTimestamp")), as_time(status.get("startTime"))]
+    moments += [as_time(c.get("lastTransitionTime")) for c in as_maps(status.get("conditions"))]
     for container_status in _container_statuses(status):
         moments += _state_times(container_status)
     return _latest(moments)
@@ -246,7 +227,7 @@ def finished_at(pod: Body) -> datetime | None:
     if status.get("phase") not in ("Succeeded", "Failed"):
         return None
     ends = [
-        _time(as_map(as_map(c.get("state")).get("terminated")).get("finishedAt"))
+        as_time(as_map(as_map(c.get("state")).get("terminated")).get("finishedAt"))
         for c in as_maps(status.get("containerStatuses"))
     ]
     return _latest(ends) or pod_time(pod)
@@ -260,7 +241,7 @@ def observe_pod(pod: Body, *, deleted: bool = False, at: datetime | None = None)
     all needs `at`, since the core never reads the clock.
     """
     metadata, status = as_map(pod.get("metadata")), as_map(pod.get("status"))
-    when = at or (deleted and _time(metadata.get("deletionTimestamp"))) or pod_time(pod)
+    when = at or (deleted and as_time(metadata.get("deletionTimestamp"))) or pod_time(pod)
     if when is None:
         raise ValueError("pod has no timestamps; pass `at`")
     statuses = _container_statuses(status)
@@ -301,7 +282,7 @@ def event_time(event: Body) -> datetime | None:
         event.get("deprecatedLastTimestamp"),
         as_map(event.get("metadata")).get("creationTimestamp"),
     )
-    return next((t for t in map(_time, candidates) if t is not None), None)
+    return next((t for t in map(as_time, candidates) if t is not None), None)
 
 
 def observe_event(event: Body) -> lifecycle.EventSeen | None:

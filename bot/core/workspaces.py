@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.core.fields import as_text
+
 
 @dataclass(frozen=True)
 class Installation:
@@ -54,13 +56,9 @@ class Verdict(enum.Enum):
     NO_TEAM = "a workspace Slack did not name"
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def _id_of(value: Any) -> str:
     """`"T1"` or `{"id": "T1", ...}` (payloads use both shapes), else ""."""
-    return _text(value.get("id")) if isinstance(value, Mapping) else _text(value)
+    return as_text(value.get("id")) if isinstance(value, Mapping) else as_text(value)
 
 
 def origin_of(body: Mapping[str, Any]) -> Origin:
@@ -70,27 +68,27 @@ def origin_of(body: Mapping[str, Any]) -> Origin:
     installed in, which is exactly what this check must not trust."""
     team = body.get("team")
     user = body.get("user")
-    enterprise = _id_of(body.get("enterprise")) or _text(body.get("enterprise_id"))
+    enterprise = _id_of(body.get("enterprise")) or as_text(body.get("enterprise_id"))
     if not enterprise and isinstance(team, Mapping):
-        enterprise = _text(team.get("enterprise_id"))
+        enterprise = as_text(team.get("enterprise_id"))
     return Origin(
-        team_id=_id_of(team) or _text(body.get("team_id")),
-        user_team_id=_text(user.get("team_id")) if isinstance(user, Mapping) else "",
+        team_id=_id_of(team) or as_text(body.get("team_id")),
+        user_team_id=as_text(user.get("team_id")) if isinstance(user, Mapping) else "",
         enterprise_id=enterprise,
     )
 
 
 def user_of(body: Mapping[str, Any]) -> str:
     """The acting user's id: `user_id` (commands) or `user.id` (interactions)."""
-    return _text(body.get("user_id")) or _id_of(body.get("user"))
+    return as_text(body.get("user_id")) or _id_of(body.get("user"))
 
 
 def first_input_block(view: Any) -> str:
     """The block_id of a submitted modal's first input block, where Slack can show an error; else ""."""
     blocks = view.get("blocks") if isinstance(view, Mapping) else None
     for block in blocks if isinstance(blocks, list) else []:
-        if isinstance(block, Mapping) and block.get("type") == "input" and _text(block.get("block_id")):
-            return _text(block.get("block_id"))
+        if isinstance(block, Mapping) and block.get("type") == "input" and as_text(block.get("block_id")):
+            return as_text(block.get("block_id"))
     return ""
 
 
@@ -114,13 +112,13 @@ def installation(
 ) -> Installation:
     """The configured ids, else what the bot token's auth.test says: its workspace, or its org for an
     org-wide install (`is_enterprise_install`)."""
-    name = _text(auth_test.get("team"))
+    name = as_text(auth_test.get("team"))
     if team_ids or enterprise_ids:
         return Installation(team_ids=team_ids, enterprise_ids=enterprise_ids, name=name)
     if auth_test.get("is_enterprise_install") is True:
-        org = _text(auth_test.get("enterprise_id"))
+        org = as_text(auth_test.get("enterprise_id"))
         return Installation(enterprise_ids=frozenset({org} - {""}), name=name)
-    team = _text(auth_test.get("team_id"))
+    team = as_text(auth_test.get("team_id"))
     return Installation(team_ids=frozenset({team} - {""}), name=name)
 
 

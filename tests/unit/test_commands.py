@@ -221,6 +221,15 @@ def _run(text: str) -> models.RunRequest:
     return parsed
 
 
+def _checked(text: str, owned: int) -> models.GpuProfile | models.UsageError:
+    """The launcher's order: the request against the profiles and limits, then the user's quota."""
+    request = _run(text)
+    profile = quota.check_request(request, profiles=PROFILES, default_profile="t4", policy=POLICY)
+    if isinstance(profile, models.UsageError):
+        return profile
+    return quota.check_quota(request, owned, POLICY) or profile
+
+
 @pytest.mark.parametrize(
     ("text", "owned", "problem", "suggestion"),
     [
@@ -234,9 +243,7 @@ def _run(text: str) -> models.RunRequest:
     ],
 )
 def test_run_checks_refuse_with_a_fix(text: str, owned: int, problem: str, suggestion: str) -> None:
-    refused = quota.check_run(
-        _run(text), profiles=PROFILES, default_profile="t4", owned_gpus=owned, policy=POLICY
-    )
+    refused = _checked(text, owned)
     assert isinstance(refused, models.UsageError), refused
     assert problem in refused.problem
     assert refused.suggestion == suggestion
@@ -247,9 +254,7 @@ def test_run_checks_refuse_with_a_fix(text: str, owned: int, problem: str, sugge
     [("run img", 0, T4), ("run img", 1, T4), ("run img --type a100 --gpus 2", 0, A100)],
 )
 def test_run_checks_accept(text: str, owned: int, profile: models.GpuProfile) -> None:
-    checked = quota.check_run(
-        _run(text), profiles=PROFILES, default_profile="t4", owned_gpus=owned, policy=POLICY
-    )
+    checked = _checked(text, owned)
     assert checked == profile
 
 
