@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -281,36 +280,3 @@ def build_pod(
         },
         "spec": spec_manifest(request, profile, security or models.PodSecurity()),
     }
-
-
-@dataclass(frozen=True)
-class Origin:
-    """What gpubot wrote on one of its pods, read back: how a restarted bot resumes a thread."""
-
-    name: str
-    namespace: str
-    owner_id: str
-    profile: str
-    channel: str
-    thread_ts: str | None
-    lease_end: datetime | None
-    command: str
-
-
-def read_origin(pod: Mapping[str, Any]) -> Origin | None:
-    """Inverse of build_pod's metadata; None for pods gpubot does not manage."""
-    metadata = pod.get("metadata") or {}
-    pod_labels_seen: Mapping[str, str] = metadata.get("labels") or {}
-    if pod_labels_seen.get(labels.MANAGED_BY_LABEL) != labels.MANAGED_BY_VALUE:
-        return None
-    notes: Mapping[str, str] = metadata.get("annotations") or {}
-    return Origin(
-        name=str(metadata.get("name", "")),
-        namespace=str(metadata.get("namespace", "")),
-        owner_id=notes.get(labels.REQUESTER_ANNOTATION) or pod_labels_seen.get(labels.OWNER_LABEL, ""),
-        profile=pod_labels_seen.get(labels.PROFILE_LABEL, ""),
-        channel=notes.get(labels.CHANNEL_ANNOTATION, ""),
-        thread_ts=notes.get(labels.THREAD_TS_ANNOTATION) or None,
-        lease_end=parse_time(notes.get(labels.LEASE_END_ANNOTATION, "")),
-        command=notes.get(labels.COMMAND_ANNOTATION, ""),
-    )

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot.core import cluster_nodes, labels, lifecycle, podspec, quantities, reaping, starts
+from bot.core import cluster_nodes, labels, lifecycle, quantities, reaping, starts
 from bot.core.fields import Body, as_map, as_maps, as_text, as_time
 
 
@@ -115,28 +115,27 @@ def from_pod(pod: Body) -> Workload | None:
     """The workload a pod dict describes; None for pods gpubot does not manage."""
     if not is_managed(pod):
         return None
-    origin = podspec.read_origin(pod)
-    if origin is None:
-        return None
     metadata = as_map(pod.get("metadata"))
-    notes = as_map(metadata.get("annotations"))
+    notes, pod_labels = as_map(metadata.get("annotations")), as_map(metadata.get("labels"))
+    # The label is the Slack id made label-safe; the annotation keeps it exactly, so it wins.
+    owner_id = as_text(notes.get(labels.REQUESTER_ANNOTATION)) or as_text(pod_labels.get(labels.OWNER_LABEL))
     spec, status = as_map(pod.get("spec")), as_map(pod.get("status"))
     containers = as_maps(spec.get("containers"))
     return Workload(
-        name=origin.name,
-        namespace=origin.namespace,
+        name=as_text(metadata.get("name")),
+        namespace=as_text(metadata.get("namespace")),
         uid=as_text(metadata.get("uid")),
-        owner_id=origin.owner_id,
+        owner_id=owner_id,
         requester_name=as_text(notes.get(labels.REQUESTER_NAME_ANNOTATION)),
-        profile=origin.profile,
-        channel=origin.channel,
-        thread_ts=origin.thread_ts,
-        lease_end=origin.lease_end,
+        profile=as_text(pod_labels.get(labels.PROFILE_LABEL)),
+        channel=as_text(notes.get(labels.CHANNEL_ANNOTATION)),
+        thread_ts=as_text(notes.get(labels.THREAD_TS_ANNOTATION)) or None,
+        lease_end=as_time(notes.get(labels.LEASE_END_ANNOTATION)),
         requested_at=as_time(notes.get(labels.REQUESTED_AT_ANNOTATION)),
         gpus=pod_gpus(pod),
         phase=as_text(status.get("phase")) or "Pending",
         node=as_text(spec.get("nodeName")),
-        command=origin.command,
+        command=as_text(notes.get(labels.COMMAND_ANNOTATION)),
         deletion_requested=bool(metadata.get("deletionTimestamp")),
         image=as_text(containers[0].get("image")) if containers else "",
         created_at=as_time(metadata.get("creationTimestamp")),
@@ -154,7 +153,7 @@ def from_pod(pod: Body) -> Workload | None:
         finished_at=finished_at(pod),
         start=start_of(status),
         ports=container_ports(containers[0]) if containers else (),
-        queue=as_text(as_map(metadata.get("labels")).get(labels.KUEUE_QUEUE_LABEL)),
+        queue=as_text(pod_labels.get(labels.KUEUE_QUEUE_LABEL)),
     )
 
 

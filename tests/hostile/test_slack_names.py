@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 
 from bot import runtime
-from bot.core import labels, models, podspec
+from bot.core import labels, models, podspec, workloads
 from sim.cluster import world
 from sim.slack.runner import BackgroundSlack
 from sim.slack.transcript import User
@@ -94,5 +94,5 @@ def test_any_slack_identity_gives_valid_labels_and_keeps_the_exact_id(
     assert not kube_rules.pod_problems(pod)
     owner_label = pod["metadata"]["labels"][labels.OWNER_LABEL]
     assert (owner_label == user_id) is (not kube_rules.label_value(user_id))  # a valid id passes unchanged
-    origin = podspec.read_origin(pod)
-    assert origin is not None and origin.owner_id == user_id  # ownership is the exact id, never the label
+    workload = workloads.from_pod(pod)
+    assert workload is not None and workload.owner_id == user_id  # ownership is the exact id, never the label

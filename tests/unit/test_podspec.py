@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kubernetes import client
 
 from bot import profiles
-from bot.core import commands, labels, models, podspec
+from bot.core import commands, labels, models, podspec, workloads
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
 T4 = profiles.load_profiles(profiles.BUILTIN_PROFILES_YAML)["t4"]
@@ -238,15 +238,15 @@ def test_audit_append_keeps_history() -> None:
     assert len(json.loads(podspec.append_audit(None, release))) == 1
 
 
-def test_read_origin_inverts_build_pod() -> None:
-    origin = podspec.read_origin(_build())
-    assert origin is not None
-    assert origin.owner_id == "U01ALICE" and origin.profile == "t4" and origin.channel == "C0GPU"
-    assert origin.thread_ts == "1714564800.000100"
-    assert origin.lease_end == datetime(2024, 5, 1, 16, tzinfo=UTC)
-    assert origin.command == f"/gpu {SEED_TEXT}"
-    assert podspec.read_origin({"metadata": {"name": "other", "labels": {}}}) is None
-    assert podspec.read_origin({}) is None
+def test_the_workload_read_back_is_what_build_pod_wrote() -> None:
+    workload = workloads.from_pod(_build())
+    assert workload is not None
+    assert workload.owner_id == "U01ALICE" and workload.profile == "t4" and workload.channel == "C0GPU"
+    assert workload.thread_ts == "1714564800.000100"
+    assert workload.lease_end == datetime(2024, 5, 1, 16, tzinfo=UTC)
+    assert workload.command == f"/gpu {SEED_TEXT}"
+    assert workloads.from_pod({"metadata": {"name": "other", "labels": {}}}) is None
+    assert workloads.from_pod({}) is None
 
 
 def test_official_client_accepts_the_pod_losslessly() -> None:
