@@ -3,8 +3,8 @@ watches, and handed to the tracker as observations (admitted, or why not) and pl
 
 The tracker stays the one owner of threads: this service knows Kueue's objects, the tracker asks it for
 the places of the pods in line (`place_texts`) and is told when one pod's Workload changed (`listen`).
-The visibility API is read when a Workload changes (never on a timer); when it does not answer, the
-Workloads' own order stands in (`kueue.places`).
+The visibility API is read when a Workload changes in what gpubot reads of it (never on a timer); when it
+does not answer, the Workloads' own order stands in (`kueue.places`).
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ class KueueLine:
         with self._lock:
             if change == ports.DELETED:
                 self._workloads.pop(found.key, None)
+            elif self._workloads.get(found.key) == found:
+                return  # only fields gpubot does not read changed: no thread moves, no visibility read
             else:
                 self._workloads[found.key] = found
         seen = None if change == ports.DELETED else kueue.observe(found, at=self._clock())

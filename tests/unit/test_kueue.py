@@ -9,6 +9,7 @@ import pytest
 
 from bot import profiles
 from bot.core import doctor_facts, doctor_kueue, kueue, lifecycle, models, podspec, queue, status, workloads
+from bot.services import kueue_line
 from bot.settings import SettingsError
 
 T0 = datetime(2026, 3, 1, 14, 0, tzinfo=UTC)
@@ -297,3 +298,24 @@ def test_doctor_fails_a_cluster_queue_without_quota_for_the_profiles_resource() 
     )
     (check,) = doctor_kueue.kueue_checks({"t4": models.GpuProfile("t4", queue="team-a")}, facts, "gpu")
     assert check.status is doctor_facts.Status.FAIL and "no quota for nvidia.com/gpu" in check.message
+
+
+def test_a_workload_update_gpubot_does_not_read_asks_the_visibility_api_nothing() -> None:
+    reads: list[str] = []
+
+    def read_pending(local_queue: str) -> dict[str, Any] | None:
+        reads.append(local_queue)
+        return None
+
+    line = kueue_line.KueueLine(
+        [models.GpuProfile(name="t4", queue="team-a")], read_pending=read_pending, clock=lambda: T0
+    )
+    told: list[str] = []
+    line.listen(lambda key, seen: told.append(key))
+    waiting = workload_obj("a", conditions=held("Pending", QUOTA_IN_USE))
+    line.on_workload("ADDED", waiting)
+    bumped = {**waiting, "metadata": {**waiting["metadata"], "resourceVersion": "2"}}
+    line.on_workload("MODIFIED", bumped)
+    assert reads == ["team-a"] and told == ["gpu/a", ""]
+    line.on_workload("MODIFIED", workload_obj("a", conditions=ADMITTED, cluster_queue="cq"))
+    assert reads == ["team-a", "team-a"] and told == ["gpu/a", "", "gpu/a", ""]
