@@ -160,6 +160,13 @@ def read_json(response: Any) -> Obj:
     return data
 
 
+def send(timeout: float | tuple[float, float], request: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
+    """One raw call of a generated client method within `timeout` (the client's `_request_timeout`), its
+    answer as the JSON the server sent, vendor errors translated."""
+    with translated():
+        return read_json(request(*args, _preload_content=False, _request_timeout=timeout, **kwargs))
+
+
 def dropped_fields(sent: Any, kept: Any, path: str = "") -> list[str]:
     """Paths present in `sent` but lost in `kept`: fields the client's models silently ignore."""
     if isinstance(sent, Mapping) and isinstance(kept, Mapping):
@@ -498,24 +505,33 @@ class KubeCluster:
         return cls(client.ApiClient(configuration), namespace=namespace, **options)
 
     # -- calls -----------------------------------------------------------------------------------
-    def _send(self, request: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
-        """One raw call with the request timeout, its answer as JSON, vendor errors translated."""
-        with translated():
-            return read_json(
-                request(*args, _preload_content=False, _request_timeout=self.requests.timeout, **kwargs)
-            )
-
-    def _read(self, what: str, request: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
-        """A call that changes nothing, retried as `kube_retry` does."""
-        return kube_retry.call(self.requests, what, lambda _retried: self._send(request, *args, **kwargs))
+    def read(self, what: str, request: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
+        """A call that changes nothing, with the request timeout, retried as `kube_retry` does."""
+        attempt = functools.partial(send, self.requests.timeout, request, *args, **kwargs)
+        return kube_retry.call(self.requests, what, lambda _retried: attempt())
 
     def _read_pod(self, namespace: str, name: str) -> Obj | None:
         try:
-            return self._read(
+            return self.read(
                 f"reading pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace
             )
         except errors.NotFound:
             return None
+
+    def _write(self, what: str, landed: Callable[[], Obj | None], request: Callable[..., Any]) -> Obj:
+        """A write, retried. Its answer may be lost while it lands (a timeout): a Conflict met by a retry
+        is then checked with `landed`, which returns what an earlier attempt wrote, or None if none did."""
+
+        def attempt(retried: bool) -> Obj:
+            try:
+                return send(self.requests.timeout, request)
+            except errors.Conflict:
+                found = landed() if retried else None
+                if found is None:
+                    raise
+                return found
+
+        return kube_retry.call(self.requests, what, attempt)
 
     # -- pods ----------------------------------------------------------------------------------
     def read_log(self, namespace: str, name: str, *, tail_lines: int, previous: bool = False) -> str:
@@ -585,15 +601,8 @@ class KubeCluster:
         metadata = manifest.get("metadata") or {}
         namespace, name = str(metadata.get("namespace") or self.namespace), str(metadata.get("name", ""))
         body = pod_body(self.api, manifest)
-        created = self._write(
-            f"creating pod {namespace}/{name}",
-            namespace,
-            name,
-            metadata,
-            self.core.create_namespaced_pod,
-            namespace,
-            body,
-        )
+        create = functools.partial(self.core.create_namespaced_pod, namespace, body)
+        created = self._write_pod(f"creating pod {namespace}/{name}", namespace, name, metadata, create)
         workload = workloads.from_pod(created)
         if workload is None:
             raise errors.Invalid("the API server dropped gpubot's labels from the created pod")
@@ -607,19 +616,15 @@ class KubeCluster:
         that Conflict, and a pod of that uid already being deleted is that attempt."""
         preconditions = client.V1Preconditions(uid=uid or None, resource_version=resource_version or None)
         body = client.V1DeleteOptions(preconditions=preconditions) if uid or resource_version else None
-        what = f"deleting pod {namespace}/{name}"
-        attempt = functools.partial(self._delete_once, namespace, name, uid, body)
-        kube_retry.call(self.requests, what, attempt)
-        logger.info("deleting pod %s/%s", namespace, name)
 
-    def _delete_once(self, namespace: str, name: str, uid: str, body: Any, retried: bool) -> None:
-        try:
-            self._send(self.core.delete_namespaced_pod, name, namespace, body=body)
-        except errors.Conflict:
-            found = self._read_pod(namespace, name) if retried else None
+        def being_deleted() -> Obj | None:
+            found = self._read_pod(namespace, name)
             meta = (found or {}).get("metadata") or {}
-            if not (meta.get("deletionTimestamp") and (not uid or meta.get("uid") == uid)):
-                raise
+            return found if meta.get("deletionTimestamp") and (not uid or meta.get("uid") == uid) else None
+
+        delete = functools.partial(self.core.delete_namespaced_pod, name, namespace, body=body)
+        self._write(f"deleting pod {namespace}/{name}", being_deleted, delete)
+        logger.info("deleting pod %s/%s", namespace, name)
 
     def annotate_pod(
         self, namespace: str, name: str, annotations: Mapping[str, str], *, resource_version: str = ""
@@ -629,67 +634,35 @@ class KubeCluster:
         metadata: Obj = {"annotations": dict(annotations)}
         if resource_version:
             metadata["resourceVersion"] = resource_version  # the API's precondition on a patch
-        written = self._write(
-            f"annotating pod {namespace}/{name}",
-            namespace,
-            name,
-            metadata,
-            self.core.patch_namespaced_pod,
-            name,
-            namespace,
-            {"metadata": metadata},
-            _content_type=MERGE_PATCH,
+        patch = functools.partial(
+            self.core.patch_namespaced_pod, name, namespace, {"metadata": metadata}, _content_type=MERGE_PATCH
         )
+        written = self._write_pod(f"annotating pod {namespace}/{name}", namespace, name, metadata, patch)
         logger.info("annotated pod %s/%s: %s", namespace, name, ", ".join(sorted(annotations)))
         return str((written.get("metadata") or {}).get("resourceVersion") or "")
 
-    def _write(
-        self,
-        what: str,
-        namespace: str,
-        name: str,
-        metadata: Mapping[str, Any],
-        request: Callable[..., Any],
-        *args: Any,
-        **kwargs: Any,
+    def _write_pod(
+        self, what: str, namespace: str, name: str, metadata: Mapping[str, Any], request: Callable[..., Any]
     ) -> Obj:
         """A write of one pod's `metadata`, retried. Its answers may be lost while it lands (timeouts):
-        a Conflict met by a retry, or the last failure, is then checked against the pod itself."""
-        attempt = functools.partial(self._write_once, namespace, name, metadata, request, args, kwargs)
+        a Conflict met by a retry, or the last failure, is then checked against the pod itself. If it
+        carries every label and annotation of `metadata`, that is a write of ours whose answer was lost;
+        if not (or there is no such pod), the write did not happen, or someone else's did."""
+
+        def landed() -> Obj | None:
+            found = self._read_pod(namespace, name)
+            if found is None or not kube_retry.carries(found, metadata):
+                return None
+            logger.info("pod %s/%s already holds a write whose answer was lost", namespace, name)
+            return found
+
         try:
-            return kube_retry.call(self.requests, what, attempt)
+            return self._write(what, landed, request)
         except errors.Unavailable:
-            landed = self._landed(namespace, name, metadata)
-            if landed is None:
+            found = landed()
+            if found is None:
                 raise
-            return landed
-
-    def _write_once(
-        self,
-        namespace: str,
-        name: str,
-        metadata: Mapping[str, Any],
-        request: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        retried: bool,
-    ) -> Obj:
-        try:
-            return self._send(request, *args, **kwargs)
-        except errors.Conflict:
-            landed = self._landed(namespace, name, metadata) if retried else None
-            if landed is None:
-                raise
-            return landed
-
-    def _landed(self, namespace: str, name: str, metadata: Mapping[str, Any]) -> Obj | None:
-        """The pod, if it carries every label and annotation of `metadata`: a write of ours whose answer
-        was lost. None if not (or no such pod): the write did not happen, or someone else's did."""
-        found = self._read_pod(namespace, name)
-        if found is None or not kube_retry.carries(found, metadata):
-            return None
-        logger.info("pod %s/%s already holds a write whose answer was lost", namespace, name)
-        return found
+            return found
 
     def list_workloads(self, owner: str | None = None) -> list[workloads.Workload]:
         selector = labels.MANAGED_SELECTOR
@@ -740,7 +713,7 @@ class KubeCluster:
     def read_autoscaler_status(self) -> str | None:
         namespace, name = AUTOSCALER_STATUS
         try:
-            found = self._read(
+            found = self.read(
                 "reading the autoscaler status", self.core.read_namespaced_config_map, name, namespace
             )
         except errors.NotFound:
@@ -787,7 +760,7 @@ class KubeCluster:
             spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes)
         )
         review_fn = client.AuthorizationV1Api(self.api).create_self_subject_access_review  # changes nothing
-        found = self._read(f"reviewing access to {rule.verb} {rule.resource}", review_fn, review)
+        found = self.read(f"reviewing access to {rule.verb} {rule.resource}", review_fn, review)
         status = found.get("status") or {}
         reason = status.get("reason") or status.get("evaluationError") or ""
         return doctor_facts.AccessAnswer(rule, allowed=status.get("allowed") is True, reason=str(reason))
@@ -802,7 +775,7 @@ class KubeCluster:
         items: list[Obj] = []
         token: str | None = None
         while True:
-            page = self._read(
+            page = self.read(
                 f"listing {getattr(list_fn, '__name__', 'objects')}",
                 list_fn,
                 *args,
@@ -822,27 +795,25 @@ class KubeCluster:
     ) -> None:
         if self.informers:
             raise RuntimeError("informers already started")
-        sources = (
-            (
-                Source("Pod", self.core.list_namespaced_pod, (self.namespace,), labels.MANAGED_SELECTOR),
-                on_pod,
-            ),
-            # Every listener ignores an event's deletion, so the cache keeps each event's identity only.
-            (Source("Event", self.core.list_namespaced_event, (self.namespace,), keep=identity), on_event),
-            (Source("Node", self.core.list_node), on_node),
+        self.add_informer(
+            Source("Pod", self.core.list_namespaced_pod, (self.namespace,), labels.MANAGED_SELECTOR), on_pod
         )
-        self.informers = [Informer(source, callback, self.informer_settings) for source, callback in sources]
-        for informer in self.informers:
-            informer.start()
+        # Every listener ignores an event's deletion, so the cache keeps each event's identity only.
+        self.add_informer(
+            Source("Event", self.core.list_namespaced_event, (self.namespace,), keep=identity), on_event
+        )
+        self.add_informer(Source("Node", self.core.list_node), on_node)
 
     def watch_config(self, name: str, callback: ports.WatchCallback) -> None:
         """One more informer, over one ConfigMap of the namespace, that every replica shares."""
-        source = Source(
-            "ConfigMap",
-            self.core.list_namespaced_config_map,
-            (self.namespace,),
-            field_selector=f"metadata.name={name}",
+        field_selector = f"metadata.name={name}"
+        list_fn = self.core.list_namespaced_config_map
+        self.add_informer(
+            Source("ConfigMap", list_fn, (self.namespace,), field_selector=field_selector), callback
         )
+
+    def add_informer(self, source: Source, callback: ports.WatchCallback) -> None:
+        """Start one more informer, which `stop()` ends with the others."""
         informer = Informer(source, callback, self.informer_settings)
         self.informers.append(informer)
         informer.start()
@@ -850,7 +821,7 @@ class KubeCluster:
     # -- a ConfigMap of the bot's own --------------------------------------------------------------
     def read_config(self, name: str) -> ports.StoredConfig | None:
         try:
-            found = self._read(
+            found = self.read(
                 f"reading ConfigMap {name}", self.core.read_namespaced_config_map, name, self.namespace
             )
         except errors.NotFound:

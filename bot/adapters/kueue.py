@@ -37,28 +37,18 @@ class KueueWatch:
         on_cluster_queue: ports.WatchCallback,
     ) -> None:
         namespaced = (kueue.GROUP, kueue.VERSION, self.cluster.namespace)
-        sources = (
-            (self._source("Workload", namespaced, kueue.WORKLOADS), on_workload),
-            (self._source("LocalQueue", namespaced, kueue.LOCAL_QUEUES), on_local_queue),
-            (
-                kube.Source(
-                    "ClusterQueue",
-                    self.custom.list_cluster_custom_object,
-                    (kueue.GROUP, kueue.VERSION, kueue.CLUSTER_QUEUES),
-                    api_version=API_VERSION,
-                ),
-                on_cluster_queue,
-            ),
+        list_namespaced = self.custom.list_namespaced_custom_object
+        for kind, plural, callback in (
+            ("Workload", kueue.WORKLOADS, on_workload),
+            ("LocalQueue", kueue.LOCAL_QUEUES, on_local_queue),
+        ):
+            source = kube.Source(kind, list_namespaced, (*namespaced, plural), api_version=API_VERSION)
+            self.cluster.add_informer(source, callback)
+        cluster_queues = (kueue.GROUP, kueue.VERSION, kueue.CLUSTER_QUEUES)
+        source = kube.Source(
+            "ClusterQueue", self.custom.list_cluster_custom_object, cluster_queues, api_version=API_VERSION
         )
-        for source, callback in sources:
-            informer = kube.Informer(source, callback, self.cluster.informer_settings)
-            self.cluster.informers.append(informer)
-            informer.start()
-
-    def _source(self, kind: str, namespaced: tuple[str, str, str], plural: str) -> kube.Source:
-        return kube.Source(
-            kind, self.custom.list_namespaced_custom_object, (*namespaced, plural), api_version=API_VERSION
-        )
+        self.cluster.add_informer(source, on_cluster_queue)
 
     def pending_in(self, local_queue: str) -> dict[str, Any] | None:
         """The LocalQueue's PendingWorkloadsSummary; None when the visibility API does not answer (not
@@ -86,7 +76,7 @@ class KueueWatch:
             )
 
         try:
-            return self.cluster._read(f"reading Kueue's pending workloads in {local_queue}", request)
+            return self.cluster.read(f"reading Kueue's pending workloads in {local_queue}", request)
         except errors.GpubotError as err:
             logger.info(
                 "Kueue's visibility API did not answer for %s (%s): using Workload order", local_queue, err
@@ -97,10 +87,10 @@ class KueueWatch:
         """What `gpubot doctor` checks: Kueue's API served, the namespace's LocalQueues, the ClusterQueues."""
         namespaced = (kueue.GROUP, kueue.VERSION, self.cluster.namespace, kueue.LOCAL_QUEUES)
         try:
-            local = self.cluster._read(
+            local = self.cluster.read(
                 "listing LocalQueues", self.custom.list_namespaced_custom_object, *namespaced
             )
-            found = self.cluster._read(
+            found = self.cluster.read(
                 "listing ClusterQueues",
                 self.custom.list_cluster_custom_object,
                 kueue.GROUP,

@@ -267,14 +267,9 @@ class LeaderElector:
 
     # -- the API --------------------------------------------------------------------------------------
     def _read(self) -> Obj | None:
-        name = self.lease_name
         try:
-            with kube.translated():
-                return kube.read_json(
-                    self.leases.read_namespaced_lease(
-                        name, self.namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_SECONDS
-                    )
-                )
+            read = self.leases.read_namespaced_lease
+            return kube.send(REQUEST_TIMEOUT_SECONDS, read, self.lease_name, self.namespace)
         except errors.NotFound:
             return None
 
@@ -283,8 +278,8 @@ class LeaderElector:
         name = self.lease_name
         with kube.translated():
             body = client.V1Lease.from_dict(lease_body(name, record, current=current))
-            assert body is not None  # from_dict returns None only for None
-            options: dict[str, Any] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT_SECONDS}
-            if current is None:
-                return kube.read_json(self.leases.create_namespaced_lease(self.namespace, body, **options))
-            return kube.read_json(self.leases.replace_namespaced_lease(name, self.namespace, body, **options))
+        assert body is not None  # from_dict returns None only for None
+        leases = self.leases
+        if current is None:
+            return kube.send(REQUEST_TIMEOUT_SECONDS, leases.create_namespaced_lease, self.namespace, body)
+        return kube.send(REQUEST_TIMEOUT_SECONDS, leases.replace_namespaced_lease, name, self.namespace, body)
