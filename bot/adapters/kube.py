@@ -212,6 +212,15 @@ def uid(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("uid", ""))
 
 
+def pages(fetch: Callable[[str | None], Obj]) -> list[Obj]:
+    """Every page of a list read LIST_PAGE objects at a time: `fetch(token)` reads the page after the
+    one whose `continue` token it is given (None: the first)."""
+    found = [fetch(None)]
+    while token := (found[-1].get("metadata") or {}).get("continue"):
+        found.append(fetch(token))
+    return found
+
+
 def _version_order(obj: Mapping[str, Any]) -> tuple[int, str]:
     """Oldest change first when versions are numbers (etcd's are), so a replay keeps roughly causal order."""
     version = resource_version(obj)
@@ -376,20 +385,14 @@ class Informer:
 
     def _relist(self) -> str:
         """List everything (page by page), deliver what changed since the cache, and return the version."""
-        items: list[Obj] = []
-        token: str | None = None
-        while True:
-            page = self._list_page(token)
-            items += [self._with_kind(item) for item in page.get("items") or []]
-            token = (page.get("metadata") or {}).get("continue") or None
-            if token is None:
-                break
+        listed = pages(self._list_page)
+        items = [self._with_kind(item) for page in listed for item in page.get("items") or []]
         for change, obj in replay(self.cache, items):
             self._deliver(change, obj)
         if self.synced.is_set():
             self.relists += 1
         self.synced.set()
-        return resource_version(page)
+        return resource_version(listed[-1])
 
     def _with_kind(self, item: Obj) -> Obj:
         """List items may lack `kind`/`apiVersion` (the list carries them); watch objects never do."""
@@ -496,13 +499,6 @@ class KubeCluster:
             config_file=path, context=context, client_configuration=kube_retry.without_transport_retries()
         )
         return cls(api, namespace=namespace, **options)
-
-    @classmethod
-    def in_cluster(cls, *, namespace: str, **options: Any) -> KubeCluster:
-        """From the pod's service account, when gpubot runs inside the cluster."""
-        configuration = kube_retry.without_transport_retries()
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        return cls(client.ApiClient(configuration), namespace=namespace, **options)
 
     # -- calls -----------------------------------------------------------------------------------
     def read(self, what: str, request: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
@@ -765,29 +761,13 @@ class KubeCluster:
         reason = status.get("reason") or status.get("evaluationError") or ""
         return doctor_facts.AccessAnswer(rule, allowed=status.get("allowed") is True, reason=str(reason))
 
-    def _list(
-        self,
-        list_fn: Callable[..., Any],
-        *args: str,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> list[Obj]:
-        items: list[Obj] = []
-        token: str | None = None
-        while True:
-            page = self.read(
-                f"listing {getattr(list_fn, '__name__', 'objects')}",
-                list_fn,
-                *args,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                limit=LIST_PAGE,
-                _continue=token,
-            )
-            items += page.get("items") or []
-            token = (page.get("metadata") or {}).get("continue") or None
-            if token is None:
-                return items
+    def _list(self, list_fn: Callable[..., Any], *args: str, **selectors: str) -> list[Obj]:
+        """Every object `list_fn` lists under `label_selector` or `field_selector`, if given."""
+        what = f"listing {getattr(list_fn, '__name__', 'objects')}"
+        listed = pages(
+            lambda token: self.read(what, list_fn, *args, **selectors, limit=LIST_PAGE, _continue=token)
+        )
+        return [item for page in listed for item in page.get("items") or []]
 
     # -- informers -----------------------------------------------------------------------------
     def start_informers(
@@ -865,5 +845,7 @@ def connect(
 ) -> KubeCluster:
     """The cluster settings point at: the in-cluster service account, or a kubeconfig (empty: default)."""
     if in_cluster:
-        return KubeCluster.in_cluster(namespace=namespace)
+        configuration = kube_retry.without_transport_retries()
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        return KubeCluster(client.ApiClient(configuration), namespace=namespace)
     return KubeCluster.from_kubeconfig(kubeconfig or None, namespace=namespace, context=context or None)
