@@ -28,7 +28,6 @@ from kubernetes.client.exceptions import ApiException
 from bot.adapters import kube_retry
 from bot.core import (
     autoscaler_status,
-    backoff,
     doctor_facts,
     errors,
     labels,
@@ -79,14 +78,13 @@ LOG_READS = 4
 # -- errors ------------------------------------------------------------------------------------------
 
 
-def _status_message(err: ApiException) -> str:
-    """The API's own Status message when the body has one, else the HTTP reason."""
+def error_body(err: ApiException) -> Obj:
+    """A failure's body as JSON (a Status when the API server wrote it), or {} when it is no JSON object."""
     try:
         body = json.loads(err.body) if err.body else {}
     except (TypeError, ValueError):
-        body = {}
-    message = body.get("message") if isinstance(body, dict) else None
-    return str(message or err.reason or f"HTTP {err.status}")
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 def _retry_after(err: ApiException) -> float:
@@ -99,7 +97,8 @@ def _retry_after(err: ApiException) -> float:
 
 def convert(err: ApiException) -> errors.GpubotError:
     """Map an API failure onto the taxonomy by status code (kopf's `check_response`, for this client)."""
-    status, message = int(err.status or 0), _status_message(err)
+    status = int(err.status or 0)
+    message = str(error_body(err).get("message") or err.reason or f"HTTP {err.status}")  # the API's own words
     if status == 404:
         return errors.NotFound(message)
     if status == 409:
@@ -344,11 +343,10 @@ class Informer:
         logger.debug("%s informer stopped", self.source.kind)
 
     def _pause(self, failures: int, err: Exception) -> None:
-        delay = backoff.exponential(
-            self.settings.backoff_initial_seconds, self.settings.backoff_max_seconds, failures
+        settings = self.settings
+        delay = kube_retry.delay(
+            settings.backoff_initial_seconds, settings.backoff_max_seconds, failures, err
         )
-        if isinstance(err, errors.RateLimited):
-            delay = max(delay, err.retry_after)
         logger.warning("%s watch failed (%s); retrying in %.1fs", self.source.kind, err, delay)
         self._stopping.wait(delay)
 
