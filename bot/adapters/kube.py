@@ -63,9 +63,6 @@ class InformerSettings:
     once a request succeeds, so a watch cut after streaming for a while resumes within this pause."""
     backoff_max_seconds: float = 30.0
     join_timeout_seconds: float = 5.0
-    watch_bookmarks: bool = False
-    """Ask for BOOKMARK events. Off: gpubot's selectors are small, so a relist after a 410 is cheap, and a
-    server whose closing bookmark runs ahead of what it sent (the sim does) would make us skip changes."""
     """How long `stop()` waits for each informer thread."""
 
 
@@ -399,14 +396,17 @@ class Informer:
         return item
 
     def _watch(self, version: str) -> None:
-        """Stream changes after `version` until the server ends the watch, keeping `self.version`."""
+        """Stream changes after `version` until the server ends the watch, keeping `self.version`.
+
+        No BOOKMARK events are asked for: gpubot's selectors are small, so a relist after a 410 is cheap,
+        and a server whose closing bookmark runs ahead of what it sent (the sim does) would make us skip
+        changes."""
         timeout = self.settings.watch_timeout_seconds
         logger.debug("%s watch from resourceVersion %s", self.source.kind, version)
         response = self._call(
             watch=True,
             resource_version=version,
             timeout_seconds=timeout,
-            allow_watch_bookmarks=self.settings.watch_bookmarks or None,
             _request_timeout=(
                 self.settings.connect_timeout_seconds,
                 timeout + self.settings.read_grace_seconds,
