@@ -504,13 +504,15 @@ class KubeCluster:
         attempt = functools.partial(send, self.requests.timeout, request, *args, **kwargs)
         return kube_retry.call(self.requests, what, lambda _retried: attempt())
 
-    def _read_pod(self, namespace: str, name: str) -> Obj | None:
+    def _find(self, what: str, request: Callable[..., Any], *args: Any) -> Obj | None:
+        """`read`, or None when there is no such object (a 404)."""
         try:
-            return self.read(
-                f"reading pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace
-            )
+            return self.read(what, request, *args)
         except errors.NotFound:
             return None
+
+    def _read_pod(self, namespace: str, name: str) -> Obj | None:
+        return self._find(f"reading pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace)
 
     def _write(self, what: str, landed: Callable[[], Obj | None], request: Callable[..., Any]) -> Obj:
         """A write, retried. Its answer may be lost while it lands (a timeout): a Conflict met by a retry
@@ -706,13 +708,10 @@ class KubeCluster:
 
     def read_autoscaler_status(self) -> str | None:
         namespace, name = AUTOSCALER_STATUS
-        try:
-            found = self.read(
-                "reading the autoscaler status", self.core.read_namespaced_config_map, name, namespace
-            )
-        except errors.NotFound:
-            return None
-        status = (found.get("data") or {}).get(AUTOSCALER_STATUS_KEY)
+        found = self._find(
+            "reading the autoscaler status", self.core.read_namespaced_config_map, name, namespace
+        )
+        status = ((found or {}).get("data") or {}).get(AUTOSCALER_STATUS_KEY)
         return str(status) if status is not None else None
 
     # -- what gpubot doctor reads (ports.ClusterProbe) -------------------------------------------
@@ -798,13 +797,9 @@ class KubeCluster:
 
     # -- a ConfigMap of the bot's own --------------------------------------------------------------
     def read_config(self, name: str) -> ports.StoredConfig | None:
-        try:
-            found = self.read(
-                f"reading ConfigMap {name}", self.core.read_namespaced_config_map, name, self.namespace
-            )
-        except errors.NotFound:
-            return None
-        return stored_config(found)
+        read = self.core.read_namespaced_config_map
+        found = self._find(f"reading ConfigMap {name}", read, name, self.namespace)
+        return stored_config(found) if found is not None else None
 
     def write_config(self, name: str, data: Mapping[str, str], *, version: str | None) -> None:
         """Create it (`version` None), or replace the one read at `version`; a newer one raises Conflict."""
