@@ -20,6 +20,8 @@ logger = logging.getLogger(__name__)
 
 API_VERSION = f"{kueue.GROUP}/{kueue.VERSION}"
 PENDING_PATH = "/apis/{group}/{version}/namespaces/{namespace}/localqueues/{name}/pendingworkloads"
+CLUSTER_QUEUES = (kueue.GROUP, kueue.VERSION, kueue.CLUSTER_QUEUES)
+"""The custom-object API's group, version and plural of the (cluster-scoped) ClusterQueues."""
 
 
 class KueueWatch:
@@ -44,9 +46,8 @@ class KueueWatch:
         ):
             source = kube.Source(kind, list_namespaced, (*namespaced, plural), api_version=API_VERSION)
             self.cluster.add_informer(source, callback)
-        cluster_queues = (kueue.GROUP, kueue.VERSION, kueue.CLUSTER_QUEUES)
         source = kube.Source(
-            "ClusterQueue", self.custom.list_cluster_custom_object, cluster_queues, api_version=API_VERSION
+            "ClusterQueue", self.custom.list_cluster_custom_object, CLUSTER_QUEUES, api_version=API_VERSION
         )
         self.cluster.add_informer(source, on_cluster_queue)
 
@@ -91,11 +92,7 @@ class KueueWatch:
                 "listing LocalQueues", self.custom.list_namespaced_custom_object, *namespaced
             )
             found = self.cluster.read(
-                "listing ClusterQueues",
-                self.custom.list_cluster_custom_object,
-                kueue.GROUP,
-                kueue.VERSION,
-                kueue.CLUSTER_QUEUES,
+                "listing ClusterQueues", self.custom.list_cluster_custom_object, *CLUSTER_QUEUES
             )
         except errors.NotFound:
             return doctor_facts.KueueFacts(served=False)
