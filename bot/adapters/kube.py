@@ -336,16 +336,11 @@ class Informer:
                 if self._stopping.is_set():
                     break
                 self._failures += 1
-                self._pause(self._failures, err)
+                initial, maximum = self.settings.backoff_initial_seconds, self.settings.backoff_max_seconds
+                delay = kube_retry.delay(initial, maximum, self._failures, err)
+                logger.warning("%s watch failed (%s); retrying in %.1fs", self.source.kind, err, delay)
+                self._stopping.wait(delay)
         logger.debug("%s informer stopped", self.source.kind)
-
-    def _pause(self, failures: int, err: Exception) -> None:
-        settings = self.settings
-        delay = kube_retry.delay(
-            settings.backoff_initial_seconds, settings.backoff_max_seconds, failures, err
-        )
-        logger.warning("%s watch failed (%s); retrying in %.1fs", self.source.kind, err, delay)
-        self._stopping.wait(delay)
 
     def _call(self, **kwargs: Any) -> Any:
         """One raw request, registered so that `stop()` can shut its socket from another thread."""
