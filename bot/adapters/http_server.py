@@ -204,31 +204,25 @@ def close_lingering(connection: socket.socket) -> None:
 class DeadlineHandlerMixIn(http.server.BaseHTTPRequestHandler):
     """Reads with its BoundedServer's deadlines; a base before http.server's or wsgiref's handler class."""
 
+    server: BoundedServer
+
     def setup(self) -> None:
         super().setup()
         self.rfile.close()  # the stdlib's reader, without deadlines; the socket stays open
-        server = bounded(self.server)
-        self._limits = server.limits
         self._reader = DeadlineReader(
             self.connection,
-            due=server.headers_due(),
+            due=self.server.headers_due(),
             budget=MAX_HEADER_BYTES,
-            write_timeout=self._limits.body_timeout_seconds,
+            write_timeout=self.server.limits.body_timeout_seconds,
         )
         self.rfile = io.BufferedReader(self._reader)
 
     def parse_request(self) -> bool:
         """Read the headers; from here the body's deadline holds, and its size is the application's call."""
         parsed = super().parse_request()
-        self._reader.due = time.monotonic() + self._limits.body_timeout_seconds
+        self._reader.due = time.monotonic() + self.server.limits.body_timeout_seconds
         self._reader.budget = None
         return parsed
-
-
-def bounded(server: socketserver.BaseServer) -> BoundedServer:
-    if not isinstance(server, BoundedServer):
-        raise TypeError(f"a DeadlineHandlerMixIn needs a BoundedServer, not {type(server).__name__}")
-    return server
 
 
 class BoundedWSGIServer(BoundedServer, simple_server.WSGIServer):

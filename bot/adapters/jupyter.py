@@ -20,6 +20,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from bot.adapters import kube
 from bot.core import notebooks
 
 logger = logging.getLogger(__name__)
@@ -65,11 +66,7 @@ class JupyterReader:
 
 def refusal(err: ApiException) -> str:
     """Why it could not be read, in words for its owner: the API server's refusal (a Status), or Jupyter's."""
-    try:
-        body = json.loads(err.body or "")
-    except ValueError:
-        body = {}
-    from_apiserver = isinstance(body, dict) and body.get("kind") == "Status"
+    from_apiserver = kube.error_body(err).get("kind") == "Status"
     if err.status == 403 and from_apiserver:
         return "gpubot may not use the pod proxy (its Role lacks pods/proxy get)"
     if err.status == 403:

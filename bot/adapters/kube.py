@@ -28,7 +28,6 @@ from kubernetes.client.exceptions import ApiException
 from bot.adapters import kube_retry
 from bot.core import (
     autoscaler_status,
-    backoff,
     doctor_facts,
     errors,
     labels,
@@ -64,9 +63,6 @@ class InformerSettings:
     once a request succeeds, so a watch cut after streaming for a while resumes within this pause."""
     backoff_max_seconds: float = 30.0
     join_timeout_seconds: float = 5.0
-    watch_bookmarks: bool = False
-    """Ask for BOOKMARK events. Off: gpubot's selectors are small, so a relist after a 410 is cheap, and a
-    server whose closing bookmark runs ahead of what it sent (the sim does) would make us skip changes."""
     """How long `stop()` waits for each informer thread."""
 
 
@@ -79,14 +75,13 @@ LOG_READS = 4
 # -- errors ------------------------------------------------------------------------------------------
 
 
-def _status_message(err: ApiException) -> str:
-    """The API's own Status message when the body has one, else the HTTP reason."""
+def error_body(err: ApiException) -> Obj:
+    """A failure's body as JSON (a Status when the API server wrote it), or {} when it is no JSON object."""
     try:
         body = json.loads(err.body) if err.body else {}
     except (TypeError, ValueError):
-        body = {}
-    message = body.get("message") if isinstance(body, dict) else None
-    return str(message or err.reason or f"HTTP {err.status}")
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 def _retry_after(err: ApiException) -> float:
@@ -99,7 +94,8 @@ def _retry_after(err: ApiException) -> float:
 
 def convert(err: ApiException) -> errors.GpubotError:
     """Map an API failure onto the taxonomy by status code (kopf's `check_response`, for this client)."""
-    status, message = int(err.status or 0), _status_message(err)
+    status = int(err.status or 0)
+    message = str(error_body(err).get("message") or err.reason or f"HTTP {err.status}")  # the API's own words
     if status == 404:
         return errors.NotFound(message)
     if status == 409:
@@ -160,6 +156,13 @@ def read_json(response: Any) -> Obj:
     return data
 
 
+def send(timeout: float | tuple[float, float], request: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
+    """One raw call of a generated client method within `timeout` (the client's `_request_timeout`), its
+    answer as the JSON the server sent, vendor errors translated."""
+    with translated():
+        return read_json(request(*args, _preload_content=False, _request_timeout=timeout, **kwargs))
+
+
 def dropped_fields(sent: Any, kept: Any, path: str = "") -> list[str]:
     """Paths present in `sent` but lost in `kept`: fields the client's models silently ignore."""
     if isinstance(sent, Mapping) and isinstance(kept, Mapping):
@@ -203,6 +206,15 @@ def resource_version(obj: Mapping[str, Any]) -> str:
 
 def uid(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("uid", ""))
+
+
+def pages(fetch: Callable[[str | None], Obj]) -> list[Obj]:
+    """Every page of a list read LIST_PAGE objects at a time: `fetch(token)` reads the page after the
+    one whose `continue` token it is given (None: the first)."""
+    found = [fetch(None)]
+    while token := (found[-1].get("metadata") or {}).get("continue"):
+        found.append(fetch(token))
+    return found
 
 
 def _version_order(obj: Mapping[str, Any]) -> tuple[int, str]:
@@ -324,17 +336,11 @@ class Informer:
                 if self._stopping.is_set():
                     break
                 self._failures += 1
-                self._pause(self._failures, err)
+                initial, maximum = self.settings.backoff_initial_seconds, self.settings.backoff_max_seconds
+                delay = kube_retry.delay(initial, maximum, self._failures, err)
+                logger.warning("%s watch failed (%s); retrying in %.1fs", self.source.kind, err, delay)
+                self._stopping.wait(delay)
         logger.debug("%s informer stopped", self.source.kind)
-
-    def _pause(self, failures: int, err: Exception) -> None:
-        delay = backoff.exponential(
-            self.settings.backoff_initial_seconds, self.settings.backoff_max_seconds, failures
-        )
-        if isinstance(err, errors.RateLimited):
-            delay = max(delay, err.retry_after)
-        logger.warning("%s watch failed (%s); retrying in %.1fs", self.source.kind, err, delay)
-        self._stopping.wait(delay)
 
     def _call(self, **kwargs: Any) -> Any:
         """One raw request, registered so that `stop()` can shut its socket from another thread."""
@@ -369,20 +375,14 @@ class Informer:
 
     def _relist(self) -> str:
         """List everything (page by page), deliver what changed since the cache, and return the version."""
-        items: list[Obj] = []
-        token: str | None = None
-        while True:
-            page = self._list_page(token)
-            items += [self._with_kind(item) for item in page.get("items") or []]
-            token = (page.get("metadata") or {}).get("continue") or None
-            if token is None:
-                break
+        listed = pages(self._list_page)
+        items = [self._with_kind(item) for page in listed for item in page.get("items") or []]
         for change, obj in replay(self.cache, items):
             self._deliver(change, obj)
         if self.synced.is_set():
             self.relists += 1
         self.synced.set()
-        return resource_version(page)
+        return resource_version(listed[-1])
 
     def _with_kind(self, item: Obj) -> Obj:
         """List items may lack `kind`/`apiVersion` (the list carries them); watch objects never do."""
@@ -391,14 +391,17 @@ class Informer:
         return item
 
     def _watch(self, version: str) -> None:
-        """Stream changes after `version` until the server ends the watch, keeping `self.version`."""
+        """Stream changes after `version` until the server ends the watch, keeping `self.version`.
+
+        No BOOKMARK events are asked for: gpubot's selectors are small, so a relist after a 410 is cheap,
+        and a server whose closing bookmark runs ahead of what it sent (the sim does) would make us skip
+        changes."""
         timeout = self.settings.watch_timeout_seconds
         logger.debug("%s watch from resourceVersion %s", self.source.kind, version)
         response = self._call(
             watch=True,
             resource_version=version,
             timeout_seconds=timeout,
-            allow_watch_bookmarks=self.settings.watch_bookmarks or None,
             _request_timeout=(
                 self.settings.connect_timeout_seconds,
                 timeout + self.settings.read_grace_seconds,
@@ -490,32 +493,36 @@ class KubeCluster:
         )
         return cls(api, namespace=namespace, **options)
 
-    @classmethod
-    def in_cluster(cls, *, namespace: str, **options: Any) -> KubeCluster:
-        """From the pod's service account, when gpubot runs inside the cluster."""
-        configuration = kube_retry.without_transport_retries()
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        return cls(client.ApiClient(configuration), namespace=namespace, **options)
-
     # -- calls -----------------------------------------------------------------------------------
-    def _send(self, request: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
-        """One raw call with the request timeout, its answer as JSON, vendor errors translated."""
-        with translated():
-            return read_json(
-                request(*args, _preload_content=False, _request_timeout=self.requests.timeout, **kwargs)
-            )
+    def read(self, what: str, request: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
+        """A call that changes nothing, with the request timeout, retried as `kube_retry` does."""
+        attempt = functools.partial(send, self.requests.timeout, request, *args, **kwargs)
+        return kube_retry.call(self.requests, what, lambda _retried: attempt())
 
-    def _read(self, what: str, request: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
-        """A call that changes nothing, retried as `kube_retry` does."""
-        return kube_retry.call(self.requests, what, lambda _retried: self._send(request, *args, **kwargs))
-
-    def _read_pod(self, namespace: str, name: str) -> Obj | None:
+    def _find(self, what: str, request: Callable[..., Any], *args: Any) -> Obj | None:
+        """`read`, or None when there is no such object (a 404)."""
         try:
-            return self._read(
-                f"reading pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace
-            )
+            return self.read(what, request, *args)
         except errors.NotFound:
             return None
+
+    def _read_pod(self, namespace: str, name: str) -> Obj | None:
+        return self._find(f"reading pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace)
+
+    def _write(self, what: str, landed: Callable[[], Obj | None], request: Callable[..., Any]) -> Obj:
+        """A write, retried. Its answer may be lost while it lands (a timeout): a Conflict met by a retry
+        is then checked with `landed`, which returns what an earlier attempt wrote, or None if none did."""
+
+        def attempt(retried: bool) -> Obj:
+            try:
+                return send(self.requests.timeout, request)
+            except errors.Conflict:
+                found = landed() if retried else None
+                if found is None:
+                    raise
+                return found
+
+        return kube_retry.call(self.requests, what, attempt)
 
     # -- pods ----------------------------------------------------------------------------------
     def read_log(self, namespace: str, name: str, *, tail_lines: int, previous: bool = False) -> str:
@@ -585,15 +592,8 @@ class KubeCluster:
         metadata = manifest.get("metadata") or {}
         namespace, name = str(metadata.get("namespace") or self.namespace), str(metadata.get("name", ""))
         body = pod_body(self.api, manifest)
-        created = self._write(
-            f"creating pod {namespace}/{name}",
-            namespace,
-            name,
-            metadata,
-            self.core.create_namespaced_pod,
-            namespace,
-            body,
-        )
+        create = functools.partial(self.core.create_namespaced_pod, namespace, body)
+        created = self._write_pod(f"creating pod {namespace}/{name}", namespace, name, metadata, create)
         workload = workloads.from_pod(created)
         if workload is None:
             raise errors.Invalid("the API server dropped gpubot's labels from the created pod")
@@ -607,19 +607,15 @@ class KubeCluster:
         that Conflict, and a pod of that uid already being deleted is that attempt."""
         preconditions = client.V1Preconditions(uid=uid or None, resource_version=resource_version or None)
         body = client.V1DeleteOptions(preconditions=preconditions) if uid or resource_version else None
-        what = f"deleting pod {namespace}/{name}"
-        attempt = functools.partial(self._delete_once, namespace, name, uid, body)
-        kube_retry.call(self.requests, what, attempt)
-        logger.info("deleting pod %s/%s", namespace, name)
 
-    def _delete_once(self, namespace: str, name: str, uid: str, body: Any, retried: bool) -> None:
-        try:
-            self._send(self.core.delete_namespaced_pod, name, namespace, body=body)
-        except errors.Conflict:
-            found = self._read_pod(namespace, name) if retried else None
+        def being_deleted() -> Obj | None:
+            found = self._read_pod(namespace, name)
             meta = (found or {}).get("metadata") or {}
-            if not (meta.get("deletionTimestamp") and (not uid or meta.get("uid") == uid)):
-                raise
+            return found if meta.get("deletionTimestamp") and (not uid or meta.get("uid") == uid) else None
+
+        delete = functools.partial(self.core.delete_namespaced_pod, name, namespace, body=body)
+        self._write(f"deleting pod {namespace}/{name}", being_deleted, delete)
+        logger.info("deleting pod %s/%s", namespace, name)
 
     def annotate_pod(
         self, namespace: str, name: str, annotations: Mapping[str, str], *, resource_version: str = ""
@@ -629,67 +625,35 @@ class KubeCluster:
         metadata: Obj = {"annotations": dict(annotations)}
         if resource_version:
             metadata["resourceVersion"] = resource_version  # the API's precondition on a patch
-        written = self._write(
-            f"annotating pod {namespace}/{name}",
-            namespace,
-            name,
-            metadata,
-            self.core.patch_namespaced_pod,
-            name,
-            namespace,
-            {"metadata": metadata},
-            _content_type=MERGE_PATCH,
+        patch = functools.partial(
+            self.core.patch_namespaced_pod, name, namespace, {"metadata": metadata}, _content_type=MERGE_PATCH
         )
+        written = self._write_pod(f"annotating pod {namespace}/{name}", namespace, name, metadata, patch)
         logger.info("annotated pod %s/%s: %s", namespace, name, ", ".join(sorted(annotations)))
         return str((written.get("metadata") or {}).get("resourceVersion") or "")
 
-    def _write(
-        self,
-        what: str,
-        namespace: str,
-        name: str,
-        metadata: Mapping[str, Any],
-        request: Callable[..., Any],
-        *args: Any,
-        **kwargs: Any,
+    def _write_pod(
+        self, what: str, namespace: str, name: str, metadata: Mapping[str, Any], request: Callable[..., Any]
     ) -> Obj:
         """A write of one pod's `metadata`, retried. Its answers may be lost while it lands (timeouts):
-        a Conflict met by a retry, or the last failure, is then checked against the pod itself."""
-        attempt = functools.partial(self._write_once, namespace, name, metadata, request, args, kwargs)
+        a Conflict met by a retry, or the last failure, is then checked against the pod itself. If it
+        carries every label and annotation of `metadata`, that is a write of ours whose answer was lost;
+        if not (or there is no such pod), the write did not happen, or someone else's did."""
+
+        def landed() -> Obj | None:
+            found = self._read_pod(namespace, name)
+            if found is None or not kube_retry.carries(found, metadata):
+                return None
+            logger.info("pod %s/%s already holds a write whose answer was lost", namespace, name)
+            return found
+
         try:
-            return kube_retry.call(self.requests, what, attempt)
+            return self._write(what, landed, request)
         except errors.Unavailable:
-            landed = self._landed(namespace, name, metadata)
-            if landed is None:
+            found = landed()
+            if found is None:
                 raise
-            return landed
-
-    def _write_once(
-        self,
-        namespace: str,
-        name: str,
-        metadata: Mapping[str, Any],
-        request: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        retried: bool,
-    ) -> Obj:
-        try:
-            return self._send(request, *args, **kwargs)
-        except errors.Conflict:
-            landed = self._landed(namespace, name, metadata) if retried else None
-            if landed is None:
-                raise
-            return landed
-
-    def _landed(self, namespace: str, name: str, metadata: Mapping[str, Any]) -> Obj | None:
-        """The pod, if it carries every label and annotation of `metadata`: a write of ours whose answer
-        was lost. None if not (or no such pod): the write did not happen, or someone else's did."""
-        found = self._read_pod(namespace, name)
-        if found is None or not kube_retry.carries(found, metadata):
-            return None
-        logger.info("pod %s/%s already holds a write whose answer was lost", namespace, name)
-        return found
+            return found
 
     def list_workloads(self, owner: str | None = None) -> list[workloads.Workload]:
         selector = labels.MANAGED_SELECTOR
@@ -739,13 +703,10 @@ class KubeCluster:
 
     def read_autoscaler_status(self) -> str | None:
         namespace, name = AUTOSCALER_STATUS
-        try:
-            found = self._read(
-                "reading the autoscaler status", self.core.read_namespaced_config_map, name, namespace
-            )
-        except errors.NotFound:
-            return None
-        status = (found.get("data") or {}).get(AUTOSCALER_STATUS_KEY)
+        found = self._find(
+            "reading the autoscaler status", self.core.read_namespaced_config_map, name, namespace
+        )
+        status = ((found or {}).get("data") or {}).get(AUTOSCALER_STATUS_KEY)
         return str(status) if status is not None else None
 
     # -- what gpubot doctor reads (ports.ClusterProbe) -------------------------------------------
@@ -787,34 +748,18 @@ class KubeCluster:
             spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes)
         )
         review_fn = client.AuthorizationV1Api(self.api).create_self_subject_access_review  # changes nothing
-        found = self._read(f"reviewing access to {rule.verb} {rule.resource}", review_fn, review)
+        found = self.read(f"reviewing access to {rule.verb} {rule.resource}", review_fn, review)
         status = found.get("status") or {}
         reason = status.get("reason") or status.get("evaluationError") or ""
         return doctor_facts.AccessAnswer(rule, allowed=status.get("allowed") is True, reason=str(reason))
 
-    def _list(
-        self,
-        list_fn: Callable[..., Any],
-        *args: str,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> list[Obj]:
-        items: list[Obj] = []
-        token: str | None = None
-        while True:
-            page = self._read(
-                f"listing {getattr(list_fn, '__name__', 'objects')}",
-                list_fn,
-                *args,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                limit=LIST_PAGE,
-                _continue=token,
-            )
-            items += page.get("items") or []
-            token = (page.get("metadata") or {}).get("continue") or None
-            if token is None:
-                return items
+    def _list(self, list_fn: Callable[..., Any], *args: str, **selectors: str) -> list[Obj]:
+        """Every object `list_fn` lists under `label_selector` or `field_selector`, if given."""
+        what = f"listing {getattr(list_fn, '__name__', 'objects')}"
+        listed = pages(
+            lambda token: self.read(what, list_fn, *args, **selectors, limit=LIST_PAGE, _continue=token)
+        )
+        return [item for page in listed for item in page.get("items") or []]
 
     # -- informers -----------------------------------------------------------------------------
     def start_informers(
@@ -822,40 +767,34 @@ class KubeCluster:
     ) -> None:
         if self.informers:
             raise RuntimeError("informers already started")
-        sources = (
-            (
-                Source("Pod", self.core.list_namespaced_pod, (self.namespace,), labels.MANAGED_SELECTOR),
-                on_pod,
-            ),
-            # Every listener ignores an event's deletion, so the cache keeps each event's identity only.
-            (Source("Event", self.core.list_namespaced_event, (self.namespace,), keep=identity), on_event),
-            (Source("Node", self.core.list_node), on_node),
+        self.add_informer(
+            Source("Pod", self.core.list_namespaced_pod, (self.namespace,), labels.MANAGED_SELECTOR), on_pod
         )
-        self.informers = [Informer(source, callback, self.informer_settings) for source, callback in sources]
-        for informer in self.informers:
-            informer.start()
+        # Every listener ignores an event's deletion, so the cache keeps each event's identity only.
+        self.add_informer(
+            Source("Event", self.core.list_namespaced_event, (self.namespace,), keep=identity), on_event
+        )
+        self.add_informer(Source("Node", self.core.list_node), on_node)
 
     def watch_config(self, name: str, callback: ports.WatchCallback) -> None:
         """One more informer, over one ConfigMap of the namespace, that every replica shares."""
-        source = Source(
-            "ConfigMap",
-            self.core.list_namespaced_config_map,
-            (self.namespace,),
-            field_selector=f"metadata.name={name}",
+        field_selector = f"metadata.name={name}"
+        list_fn = self.core.list_namespaced_config_map
+        self.add_informer(
+            Source("ConfigMap", list_fn, (self.namespace,), field_selector=field_selector), callback
         )
+
+    def add_informer(self, source: Source, callback: ports.WatchCallback) -> None:
+        """Start one more informer, which `stop()` ends with the others."""
         informer = Informer(source, callback, self.informer_settings)
         self.informers.append(informer)
         informer.start()
 
     # -- a ConfigMap of the bot's own --------------------------------------------------------------
     def read_config(self, name: str) -> ports.StoredConfig | None:
-        try:
-            found = self._read(
-                f"reading ConfigMap {name}", self.core.read_namespaced_config_map, name, self.namespace
-            )
-        except errors.NotFound:
-            return None
-        return stored_config(found)
+        read = self.core.read_namespaced_config_map
+        found = self._find(f"reading ConfigMap {name}", read, name, self.namespace)
+        return stored_config(found) if found is not None else None
 
     def write_config(self, name: str, data: Mapping[str, str], *, version: str | None) -> None:
         """Create it (`version` None), or replace the one read at `version`; a newer one raises Conflict."""
@@ -894,5 +833,7 @@ def connect(
 ) -> KubeCluster:
     """The cluster settings point at: the in-cluster service account, or a kubeconfig (empty: default)."""
     if in_cluster:
-        return KubeCluster.in_cluster(namespace=namespace)
+        configuration = kube_retry.without_transport_retries()
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        return KubeCluster(client.ApiClient(configuration), namespace=namespace)
     return KubeCluster.from_kubeconfig(kubeconfig or None, namespace=namespace, context=context or None)

@@ -52,9 +52,10 @@ class RequestSettings:
         return (self.connect_timeout_seconds, self.read_timeout_seconds)
 
 
-def delay(settings: RequestSettings, failures: int, err: errors.GpubotError) -> float:
-    """Seconds to wait after `failures` failed attempts; a 429's Retry-After is honoured."""
-    wait = backoff.exponential(settings.backoff_initial_seconds, settings.backoff_max_seconds, failures)
+def delay(initial: float, maximum: float, failures: int, err: Exception) -> float:
+    """Seconds to wait after `failures` failures in a row (`backoff.exponential`); a 429's Retry-After is
+    honoured. The informers' pauses between watches use it too."""
+    wait = backoff.exponential(initial, maximum, failures)
     if isinstance(err, errors.RateLimited):
         return max(wait, err.retry_after)
     return wait
@@ -76,7 +77,7 @@ def call(
         try:
             return attempt(retried)
         except RETRIED as err:
-            pause = delay(settings, failures, err)
+            pause = delay(settings.backoff_initial_seconds, settings.backoff_max_seconds, failures, err)
             worst = clock() - started + pause + sum(settings.timeout)
             if failures == settings.attempts or worst > settings.deadline_seconds:
                 raise

@@ -20,6 +20,8 @@ logger = logging.getLogger(__name__)
 
 API_VERSION = f"{kueue.GROUP}/{kueue.VERSION}"
 PENDING_PATH = "/apis/{group}/{version}/namespaces/{namespace}/localqueues/{name}/pendingworkloads"
+CLUSTER_QUEUES = (kueue.GROUP, kueue.VERSION, kueue.CLUSTER_QUEUES)
+"""The custom-object API's group, version and plural of the (cluster-scoped) ClusterQueues."""
 
 
 class KueueWatch:
@@ -37,28 +39,17 @@ class KueueWatch:
         on_cluster_queue: ports.WatchCallback,
     ) -> None:
         namespaced = (kueue.GROUP, kueue.VERSION, self.cluster.namespace)
-        sources = (
-            (self._source("Workload", namespaced, kueue.WORKLOADS), on_workload),
-            (self._source("LocalQueue", namespaced, kueue.LOCAL_QUEUES), on_local_queue),
-            (
-                kube.Source(
-                    "ClusterQueue",
-                    self.custom.list_cluster_custom_object,
-                    (kueue.GROUP, kueue.VERSION, kueue.CLUSTER_QUEUES),
-                    api_version=API_VERSION,
-                ),
-                on_cluster_queue,
-            ),
+        list_namespaced = self.custom.list_namespaced_custom_object
+        for kind, plural, callback in (
+            ("Workload", kueue.WORKLOADS, on_workload),
+            ("LocalQueue", kueue.LOCAL_QUEUES, on_local_queue),
+        ):
+            source = kube.Source(kind, list_namespaced, (*namespaced, plural), api_version=API_VERSION)
+            self.cluster.add_informer(source, callback)
+        source = kube.Source(
+            "ClusterQueue", self.custom.list_cluster_custom_object, CLUSTER_QUEUES, api_version=API_VERSION
         )
-        for source, callback in sources:
-            informer = kube.Informer(source, callback, self.cluster.informer_settings)
-            self.cluster.informers.append(informer)
-            informer.start()
-
-    def _source(self, kind: str, namespaced: tuple[str, str, str], plural: str) -> kube.Source:
-        return kube.Source(
-            kind, self.custom.list_namespaced_custom_object, (*namespaced, plural), api_version=API_VERSION
-        )
+        self.cluster.add_informer(source, on_cluster_queue)
 
     def pending_in(self, local_queue: str) -> dict[str, Any] | None:
         """The LocalQueue's PendingWorkloadsSummary; None when the visibility API does not answer (not
@@ -86,7 +77,7 @@ class KueueWatch:
             )
 
         try:
-            return self.cluster._read(f"reading Kueue's pending workloads in {local_queue}", request)
+            return self.cluster.read(f"reading Kueue's pending workloads in {local_queue}", request)
         except errors.GpubotError as err:
             logger.info(
                 "Kueue's visibility API did not answer for %s (%s): using Workload order", local_queue, err
@@ -97,15 +88,11 @@ class KueueWatch:
         """What `gpubot doctor` checks: Kueue's API served, the namespace's LocalQueues, the ClusterQueues."""
         namespaced = (kueue.GROUP, kueue.VERSION, self.cluster.namespace, kueue.LOCAL_QUEUES)
         try:
-            local = self.cluster._read(
+            local = self.cluster.read(
                 "listing LocalQueues", self.custom.list_namespaced_custom_object, *namespaced
             )
-            found = self.cluster._read(
-                "listing ClusterQueues",
-                self.custom.list_cluster_custom_object,
-                kueue.GROUP,
-                kueue.VERSION,
-                kueue.CLUSTER_QUEUES,
+            found = self.cluster.read(
+                "listing ClusterQueues", self.custom.list_cluster_custom_object, *CLUSTER_QUEUES
             )
         except errors.NotFound:
             return doctor_facts.KueueFacts(served=False)

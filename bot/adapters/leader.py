@@ -203,10 +203,7 @@ class LeaderElector:
                 assert record is not None  # WAIT is only ever decided for an existing lease
                 self._note_holder(record)
                 return False
-            wanted = leadership.claim(
-                record, identity=self.identity, now=now, duration_seconds=self.settings.lease_duration_seconds
-            )
-            self._lease = self._write(wanted, current=current)
+            self._claim(record, now, current=current)
         except errors.Conflict:
             logger.info("another candidate wrote lease %s first", self.lease_name)
             return False
@@ -222,14 +219,8 @@ class LeaderElector:
         """A leader's step: extend our lease. False once leadership is lost."""
         assert self._lease is not None  # a leader has written the lease
         now = self.clock()
-        wanted = leadership.claim(
-            read_record(self._lease),
-            identity=self.identity,
-            now=now,
-            duration_seconds=self.settings.lease_duration_seconds,
-        )
         try:
-            self._lease = self._write(wanted, current=self._lease)
+            self._claim(read_record(self._lease), now, current=self._lease)
         except (errors.Conflict, errors.NotFound) as err:
             logger.warning("lost lease %s: it changed under us (%s)", self.lease_name, err)
             self._leader = ""
@@ -246,6 +237,12 @@ class LeaderElector:
         self._last_renewed = now
         logger.debug("renewed lease %s at %s", self.lease_name, now)
         return True
+
+    def _claim(self, record: leadership.LeaseRecord | None, now: datetime, *, current: Obj | None) -> None:
+        """Write the lease as ours from `now`, over `current`: a new term, or a renewal of ours."""
+        duration = self.settings.lease_duration_seconds
+        wanted = leadership.claim(record, identity=self.identity, now=now, duration_seconds=duration)
+        self._lease = self._write(wanted, current=current)
 
     def _release(self) -> None:
         assert self._lease is not None
@@ -267,14 +264,9 @@ class LeaderElector:
 
     # -- the API --------------------------------------------------------------------------------------
     def _read(self) -> Obj | None:
-        name = self.lease_name
         try:
-            with kube.translated():
-                return kube.read_json(
-                    self.leases.read_namespaced_lease(
-                        name, self.namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_SECONDS
-                    )
-                )
+            read = self.leases.read_namespaced_lease
+            return kube.send(REQUEST_TIMEOUT_SECONDS, read, self.lease_name, self.namespace)
         except errors.NotFound:
             return None
 
@@ -283,8 +275,8 @@ class LeaderElector:
         name = self.lease_name
         with kube.translated():
             body = client.V1Lease.from_dict(lease_body(name, record, current=current))
-            assert body is not None  # from_dict returns None only for None
-            options: dict[str, Any] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT_SECONDS}
-            if current is None:
-                return kube.read_json(self.leases.create_namespaced_lease(self.namespace, body, **options))
-            return kube.read_json(self.leases.replace_namespaced_lease(name, self.namespace, body, **options))
+        assert body is not None  # from_dict returns None only for None
+        leases = self.leases
+        if current is None:
+            return kube.send(REQUEST_TIMEOUT_SECONDS, leases.create_namespaced_lease, self.namespace, body)
+        return kube.send(REQUEST_TIMEOUT_SECONDS, leases.replace_namespaced_lease, name, self.namespace, body)

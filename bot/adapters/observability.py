@@ -46,12 +46,6 @@ PROBE_WORKERS, PROBE_QUEUE = 4, 16
 """The kubelet's probes and a Prometheus scrape or two at a time need only a few workers."""
 
 
-def probe_limits(slack_port: HttpLimits) -> HttpLimits:
-    """The probe port's bounds: Slack's port's deadlines, so a stalled client costs either port as much,
-    with a smaller pool."""
-    return dataclasses.replace(slack_port, workers=PROBE_WORKERS, queue=PROBE_QUEUE)
-
-
 class Telemetry:
     """The services' `Telemetry` port as Prometheus metrics, and the server that exposes them."""
 
@@ -125,8 +119,10 @@ class Telemetry:
         header and body timeouts of `deadlines`, with a pool of its own size."""
         if self._server is not None:
             raise RuntimeError("the probe server is running already")
+        # Slack's port's deadlines, so a stalled client costs either port as much, with a smaller pool.
+        limits = dataclasses.replace(deadlines, workers=PROBE_WORKERS, queue=PROBE_QUEUE)
         try:
-            server = ProbeServer(self, ready, host=host, port=port, limits=probe_limits(deadlines))
+            server = ProbeServer(self, ready, host=host, port=port, limits=limits)
         except OSError as err:
             raise OSError(f"the probe server cannot listen on {host}:{port}: {err.strerror or err}") from err
         server.start()
@@ -168,18 +164,20 @@ class OutboxCollector(Collector):
 SHUTDOWN_POLL_SECONDS = 0.05
 
 
-class ProbeServer:
+class ProbeServer(http_server.BoundedHTTPServer):
     """A small threaded HTTP server: liveness, readiness, and the metrics."""
 
     def __init__(
         self, telemetry: Telemetry, ready: Readiness, *, host: str, port: int, limits: HttpLimits
     ) -> None:
-        self._http = _ProbeHTTPServer((host, port), telemetry, ready, limits=limits)
+        self.telemetry = telemetry
+        self.ready = ready
+        super().__init__((host, port), _ProbeHandler, limits=limits, name="probes")
         self._thread = threading.Thread(target=self._serve, name="gpubot-probes", daemon=True)
 
     @property
     def port(self) -> int:
-        return int(self._http.server_address[1])
+        return int(self.server_address[1])
 
     def start(self) -> None:
         self._thread.start()
@@ -187,25 +185,16 @@ class ProbeServer:
     def _serve(self) -> None:
         # `shutdown` waits for the loop to look up, every `poll_interval` (0.5 s by default): a stopping
         # bot, which stops this last, would spend most of its exit here.
-        self._http.serve_forever(poll_interval=SHUTDOWN_POLL_SECONDS)
+        self.serve_forever(poll_interval=SHUTDOWN_POLL_SECONDS)
 
     def stop(self) -> None:
-        self._http.shutdown()
-        self._http.server_close()
+        self.shutdown()
+        self.server_close()
         self._thread.join()
 
 
-class _ProbeHTTPServer(http_server.BoundedHTTPServer):
-    def __init__(
-        self, address: tuple[str, int], telemetry: Telemetry, ready: Readiness, *, limits: HttpLimits
-    ) -> None:
-        self.telemetry = telemetry
-        self.ready = ready
-        super().__init__(address, _ProbeHandler, limits=limits, name="probes")
-
-
 class _ProbeHandler(http_server.DeadlineHandlerMixIn, BaseHTTPRequestHandler):
-    server: _ProbeHTTPServer
+    server: ProbeServer
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]

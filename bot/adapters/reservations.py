@@ -14,6 +14,7 @@ import threading
 
 import redis
 
+from bot.adapters import store
 from bot.core import ports
 
 logger = logging.getLogger(__name__)
@@ -47,13 +48,8 @@ is told so (and releases the pod), never a mark nobody reads."""
 
 
 def split(kept: bytes | str) -> ports.Ticketed:
-    text = kept.decode() if isinstance(kept, bytes) else kept
-    ticket, _, value = text.partition(" ")
+    ticket, _, value = store.text(kept).partition(" ")
     return int(ticket), value
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 class MemoryReservations:
@@ -120,7 +116,7 @@ class RedisReservations:
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); quota reservation %s held in this replica only", err, key)
             return self.local.reserve(key, value)
-        held = {_text(k): split(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
+        held = {store.text(k): split(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
         ours = {k: (0, value) for k, (_, value) in self.local.held().items() if k not in held}
         return int(ticket), {**ours, **held}
 
@@ -140,7 +136,7 @@ class RedisReservations:
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); only this replica's reservations read", err)
             return ours
-        return {**ours, **{_text(k): split(v) for k, v in raw.items()}}
+        return {**ours, **{store.text(k): split(v) for k, v in raw.items()}}
 
     def cancel(self, key: str, by: str) -> bool:
         if self.local.cancel(key, by):
@@ -161,7 +157,7 @@ class RedisReservations:
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); cancel mark of %s not read", err, key)
             return ""
-        return _text(found) if found else ""
+        return store.text(found) if found else ""
 
     def release(self, key: str) -> None:
         self.local.release(key)
@@ -174,9 +170,10 @@ class RedisReservations:
             logger.warning("redis unavailable (%s); reservation %s left to expire", err, key)
 
 
-def open_reservations(kept: object, *, prefix: str) -> RedisReservations | MemoryReservations:
+def open_reservations(
+    kept: store.RedisStore | store.MemoryStore, *, prefix: str
+) -> RedisReservations | MemoryReservations:
     """On the store's Redis when it has one, else in this process (`REDIS_URL=memory://`, one replica)."""
-    client = getattr(kept, "client", None)
-    if isinstance(client, redis.Redis):
-        return RedisReservations(client, prefix=prefix)
+    if isinstance(kept, store.RedisStore):
+        return RedisReservations(kept.client, prefix=prefix)
     return MemoryReservations()

@@ -27,14 +27,13 @@ SERVER_START_SECONDS = 10.0
 
 class RedisStore:
     def __init__(self, client: redis.Redis, *, prefix: str = "gpubot:") -> None:
-        self._redis = client
         self._prefix = prefix
         self.client = client
         """The connection, shared with the quota's reservations (`reservations.RedisReservations`)."""
 
     def claim(self, key: str, ttl_seconds: int) -> bool:
         try:
-            return bool(self._redis.set(self._prefix + key, "1", nx=True, ex=max(1, ttl_seconds)))
+            return bool(self.client.set(self._prefix + key, "1", nx=True, ex=max(1, ttl_seconds)))
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); handling %s without a duplicate check", err, key)
             return True
@@ -42,7 +41,7 @@ class RedisStore:
     def add_sample(self, series: str, value: float, *, keep: int) -> None:
         name = self._prefix + series
         try:
-            with self._redis.pipeline() as pipe:
+            with self.client.pipeline() as pipe:
                 pipe.lpush(name, repr(value))
                 pipe.ltrim(name, 0, keep - 1)
                 pipe.execute()
@@ -51,7 +50,7 @@ class RedisStore:
 
     def samples(self, series: str) -> list[float]:
         try:
-            raw = self._redis.lrange(self._prefix + series, 0, -1)
+            raw = self.client.lrange(self._prefix + series, 0, -1)
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); no history for %s", err, series)
             return []
@@ -59,23 +58,23 @@ class RedisStore:
 
     def remember(self, key: str, value: str, ttl_seconds: int) -> None:
         try:
-            self._redis.set(self._prefix + key, value, ex=max(1, ttl_seconds))
+            self.client.set(self._prefix + key, value, ex=max(1, ttl_seconds))
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); %s not kept", err, key)
 
     def recall(self, key: str) -> str | None:
         try:
-            raw = self._redis.get(self._prefix + key)
+            raw = self.client.get(self._prefix + key)
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); %s not read", err, key)
             return None
-        return raw.decode() if isinstance(raw, bytes) else raw
+        return None if raw is None else text(raw)
 
     def add_amounts(self, table: str, amounts: Mapping[str, float], ttl_seconds: int) -> None:
         """One transaction: every field added (HINCRBYFLOAT), then the table's expiry set."""
         name = self._prefix + table
         try:
-            with self._redis.pipeline() as pipe:
+            with self.client.pipeline() as pipe:
                 for key, amount in amounts.items():
                     pipe.hincrbyfloat(name, key, amount)
                 pipe.expire(name, max(1, ttl_seconds))
@@ -85,15 +84,15 @@ class RedisStore:
 
     def amounts(self, table: str) -> dict[str, float] | None:
         try:
-            raw = self._redis.hgetall(self._prefix + table)
+            raw = self.client.hgetall(self._prefix + table)
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); %s not read", err, table)
             return None
-        return {_text(k): float(v) for k, v in raw.items()}
+        return {text(k): float(v) for k, v in raw.items()}
 
     def put(self, table: str, key: str, value: str) -> bool:
         try:
-            self._redis.hset(self._prefix + table, key, value)
+            self.client.hset(self._prefix + table, key, value)
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); %s %s not kept", err, table, key)
             return False
@@ -101,23 +100,23 @@ class RedisStore:
 
     def drop(self, table: str, key: str) -> None:
         try:
-            self._redis.hdel(self._prefix + table, key)
+            self.client.hdel(self._prefix + table, key)
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); %s %s not dropped", err, table, key)
 
     def entries(self, table: str) -> dict[str, str]:
         try:
-            raw = self._redis.hgetall(self._prefix + table)
+            raw = self.client.hgetall(self._prefix + table)
         except redis.RedisError as err:
             logger.warning("redis unavailable (%s); %s not read", err, table)
             return {}
-        return {_text(k): _text(v) for k, v in raw.items()}
+        return {text(k): text(v) for k, v in raw.items()}
 
     def close(self) -> None:
-        self._redis.close()
+        self.client.close()
 
 
-def _text(value: bytes | str) -> str:
+def text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
