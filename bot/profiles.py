@@ -286,11 +286,6 @@ def load_profile_catalog(yaml_text: str, *, default_override: str = "") -> Profi
     return ProfileCatalog(default=default, profiles=profiles)
 
 
-def load_profiles(yaml_text: str) -> dict[str, models.GpuProfile]:
-    """The profiles of a profiles file by name, validated."""
-    return dict(load_profile_catalog(yaml_text).profiles)
-
-
 def read_profile_catalog(settings: Settings | ToolSettings) -> ProfileCatalog:
     """The configured catalogue: the profiles file if one is set, else the built-in `t4`."""
     path = settings.profiles.profiles_file
