@@ -21,7 +21,7 @@ from bot.cli import demo
 
 Json = dict[str, Any]
 
-USERS = {"alice": "U_ALICE", "bob": "U_BOB", "admin": "U_ADMIN"}
+USERS = {name: user for user, name in demo.NAMES.items()}
 STEP_SECONDS = 5
 """The clock moves this far between looks at the bot, as the scripted story's `advance_until` does."""
 MAX_WAIT_SECONDS = 6 * 3600
