@@ -20,7 +20,7 @@ from bot.settings import Settings, SettingsError, ToolSettings
 BUILTIN_PROFILES_YAML = """\
 default: t4
 profiles:
-  t4:
+  t4: &t4
     description: NVIDIA T4 (16 GB) on n1-standard-4, the seed's gpu-pool
     accelerator: nvidia-tesla-t4
     resource: nvidia.com/gpu
@@ -32,16 +32,8 @@ profiles:
     defaults: {cpu: "2", memory: 8Gi}
     pricePerHour: 0.54
   notebook:
+    <<: *t4  # the same pool and node; its own image, port and activity
     description: JupyterLab with PyTorch on a T4 of the gpu-pool; its thread shows how to open it
-    accelerator: nvidia-tesla-t4
-    resource: nvidia.com/gpu
-    maxCount: 1
-    tolerations:
-      - {key: nvidia.com/gpu, operator: Equal, value: present, effect: NoSchedule}
-    nodeSelector:
-      app-type: gpu-workloads
-    defaults: {cpu: "2", memory: 8Gi}
-    pricePerHour: 0.54
     image: quay.io/jupyter/pytorch-notebook:cuda12-python-3.11
     ports: [8888]
     activity: jupyter
@@ -284,11 +276,6 @@ def load_profile_catalog(yaml_text: str, *, default_override: str = "") -> Profi
         message = "invalid GPU profiles:\n  " + "\n  ".join(problems)
         raise SettingsError(message, ["invalid GPU profiles: " + "; ".join(problems)])
     return ProfileCatalog(default=default, profiles=profiles)
-
-
-def load_profiles(yaml_text: str) -> dict[str, models.GpuProfile]:
-    """The profiles of a profiles file by name, validated."""
-    return dict(load_profile_catalog(yaml_text).profiles)
 
 
 def read_profile_catalog(settings: Settings | ToolSettings) -> ProfileCatalog:

@@ -298,11 +298,7 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Build settings from `environ` (default: the process environment), or raise SettingsError."""
-        reader = _EnvReader(os.environ if environ is None else environ)
-        settings = _read_settings(reader)
-        if reader.problems:
-            raise SettingsError("invalid configuration:\n  " + "\n  ".join(reader.problems), reader.problems)
-        return settings
+        return _read_environment(environ, _read_settings)
 
     def policy(self) -> models.QuotaPolicy:
         """The core's view of quota and lease limits."""
@@ -333,23 +329,20 @@ class Settings:
         """Everything, fit to log at start-up: tokens and secrets masked, passwords cut from the Redis URL."""
         slack = self.slack
         return {
-            "slack": {
+            "slack": vars(slack)
+            | {
                 "bot_token": _mask(slack.bot_token),
                 "app_token": _mask(slack.app_token),
                 "signing_secret": _mask(slack.signing_secret),
                 "api_base_url": redact_url(slack.api_base_url),
-                "mode": slack.mode,
-                "http_port": slack.http_port,
-                "http_path": slack.http_path,
                 "http_limits": vars(slack.http_limits).copy(),
-                "scale_channel": slack.scale_channel,
                 "team_ids": sorted(slack.team_ids),
                 "enterprise_ids": sorted(slack.enterprise_ids),
             },
             "cluster": vars(self.cluster).copy(),
-            "redis": {"url": redact_url(self.redis.url), "key_prefix": self.redis.key_prefix},
+            "redis": vars(self.redis) | {"url": redact_url(self.redis.url)},
             "reaper": vars(self.reaper) | {"prometheus_url": redact_url(self.reaper.prometheus_url)},
-            "quota": {"max_gpus_per_user": self.quota.max_gpus_per_user, "admins": sorted(self.quota.admins)},
+            "quota": vars(self.quota) | {"admins": sorted(self.quota.admins)},
             "profiles": vars(self.profiles).copy(),
             "leader": vars(self.leader).copy(),
             "cloud": {k: redact_url(v) if k.endswith("endpoint") else v for k, v in vars(self.cloud).items()},
@@ -486,6 +479,7 @@ APP_TOKEN_HELP = (
     "or SLACK_MODE=http with SLACK_SIGNING_SECRET"
 )
 SIGNING_SECRET_HELP = "HTTP mode's signing secret, from your Slack app's Basic Information page"
+HTTP_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
 
 
 def _read_slack(env: _EnvReader) -> SlackSettings:
@@ -505,7 +499,7 @@ def _read_slack(env: _EnvReader) -> SlackSettings:
         else env.value(SlackSettings, "signing_secret")
     )
     base_url = env.value(SlackSettings, "api_base_url")
-    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", base_url):
+    if not HTTP_URL.fullmatch(base_url):
         env.problems.append(f"SLACK_API_URL={base_url!r}: expected an http(s) URL")
     return env.section(
         SlackSettings,
@@ -522,7 +516,7 @@ def _read_slack(env: _EnvReader) -> SlackSettings:
 
 def _slack_ids(env: _EnvReader, field_name: str, *, prefix: str) -> frozenset[str]:
     """A comma (or space) list of Slack ids, each `prefix` then capitals and digits, as Slack shows them."""
-    ids = frozenset(word for word in re.split(r"[\s,]+", env.value(SlackSettings, field_name)) if word)
+    ids = _words(env.value(SlackSettings, field_name))
     wrong = sorted(i for i in ids if not re.fullmatch(rf"{prefix}[A-Z0-9_]{{1,31}}", i))
     if wrong:
         name = variable(SlackSettings, field_name).name
@@ -586,9 +580,13 @@ def _read_reaper(env: _EnvReader) -> ReaperSettings:
     )
 
 
+def _words(text: str) -> frozenset[str]:
+    """A comma (or space) list, as GPUBOT_ADMINS and the Slack id variables take them."""
+    return frozenset(word for word in re.split(r"[\s,]+", text) if word)
+
+
 def _read_quota(env: _EnvReader) -> QuotaSettings:
-    admins = env.value(QuotaSettings, "admins")
-    return env.section(QuotaSettings, admins=frozenset(word for word in re.split(r"[\s,]+", admins) if word))
+    return env.section(QuotaSettings, admins=_words(env.value(QuotaSettings, "admins")))
 
 
 def _read_leader(env: _EnvReader) -> LeaderSettings:
@@ -618,7 +616,7 @@ def _read_cloud(env: _EnvReader) -> CloudSettings:
     endpoints = {}
     for field_name in ENDPOINTS:
         endpoints[field_name] = url = env.value(CloudSettings, field_name).rstrip("/")
-        if url and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", url):
+        if url and not HTTP_URL.fullmatch(url):
             name = variable(CloudSettings, field_name).name
             env.problems.append(f"{name}={redact_urls_in(url)!r}: expected an http(s) URL")
     return env.section(
@@ -680,26 +678,27 @@ class ToolSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ToolSettings:
-        reader = _EnvReader(os.environ if environ is None else environ)
-        settings = cls(
-            cloud=_read_cloud(reader),
-            profiles=_read_profiles(reader),
-            cluster=_read_cluster(reader),
-            redis=_read_redis(reader),
-            leader=_read_leader(reader),
-            warm=_read_warm(reader),
-        )
-        if reader.problems:
-            raise SettingsError("invalid configuration:\n  " + "\n  ".join(reader.problems), reader.problems)
-        return settings
+        return _read_environment(environ, _read_tools)
 
 
-def _read_redis(env: _EnvReader) -> RedisSettings:
-    return env.section(RedisSettings)
+def _read_environment(environ: Mapping[str, str] | None, read: Callable[[_EnvReader], T]) -> T:
+    """`read` over `environ` (default: the process environment); SettingsError naming every problem found."""
+    reader = _EnvReader(os.environ if environ is None else environ)
+    found = read(reader)
+    if reader.problems:
+        raise SettingsError("invalid configuration:\n  " + "\n  ".join(reader.problems), reader.problems)
+    return found
 
 
-def _read_profiles(env: _EnvReader) -> ProfileSettings:
-    return env.section(ProfileSettings)
+def _read_tools(env: _EnvReader) -> ToolSettings:
+    return ToolSettings(
+        cloud=_read_cloud(env),
+        profiles=env.section(ProfileSettings),
+        cluster=_read_cluster(env),
+        redis=env.section(RedisSettings),
+        leader=_read_leader(env),
+        warm=_read_warm(env),
+    )
 
 
 def _read_settings(env: _EnvReader) -> Settings:
@@ -716,10 +715,10 @@ def _read_settings(env: _EnvReader) -> Settings:
     return Settings(
         slack=slack,
         cluster=_read_cluster(env),
-        redis=_read_redis(env),
+        redis=env.section(RedisSettings),
         reaper=_read_reaper(env),
         quota=_read_quota(env),
-        profiles=_read_profiles(env),
+        profiles=env.section(ProfileSettings),
         leader=_read_leader(env),
         cloud=_read_cloud(env),
         warm=_read_warm(env),

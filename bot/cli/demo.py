@@ -179,27 +179,23 @@ class Story:
         return [m["text"] for m in self.slack.messages(root["channel"]) if m["thread_ts"] == root["ts"]]
 
     def headline(self, user: str, words: str) -> Callable[[], bool]:
-        def shows() -> bool:
-            root = self.thread_of(user)
-            return root is not None and words in root["text"]
-
-        return shows
+        return self.newest_thread(user, lambda root: words in root["text"])
 
     def shows(self, user: str, words: str) -> Callable[[], bool]:
         """Anywhere in the user's newest thread root, its sections included."""
-
-        def shown() -> bool:
-            root = self.thread_of(user)
-            return root is not None and words in str(root["blocks"])
-
-        return shown
+        return self.newest_thread(user, lambda root: words in str(root["blocks"]))
 
     def replied(self, user: str, words: str) -> Callable[[], bool]:
-        def said() -> bool:
-            root = self.thread_of(user)
-            return root is not None and any(words in text for text in self.replies(root))
+        return self.newest_thread(user, lambda root: any(words in text for text in self.replies(root)))
 
-        return said
+    def newest_thread(self, user: str, holds: Callable[[Json], bool]) -> Callable[[], bool]:
+        """Whether the user has a thread and its newest root `holds`, looked up afresh at each call."""
+
+        def check() -> bool:
+            root = self.thread_of(user)
+            return root is not None and holds(root)
+
+        return check
 
     def ephemeral(self, user: str, words: str) -> Callable[[], bool]:
         return lambda: any(words in e["text"] for e in self.slack.ephemerals(user))

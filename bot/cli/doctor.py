@@ -7,7 +7,6 @@ with `--json`; exits 1 when anything fails, 2 when the command itself cannot run
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import sys
@@ -18,15 +17,13 @@ from typing import Any, TextIO
 from bot import profiles as profiles_module
 from bot import settings as settings_module
 from bot.adapters import kueue as kueue_adapter
+from bot.cli import pool
+from bot.cli.pool import Refusal
 from bot.core import doctor, doctor_facts, errors, ports
 from bot.core.doctor_facts import EKS, GKE, Check, Status
 from bot.services import doctor as doctor_service
 
 FAILED, REFUSED = 1, 2
-
-
-class Refusal(Exception):
-    """The command cannot run as typed; the message says what to type instead."""
 
 
 def minutes(text: str) -> float:
@@ -114,27 +111,13 @@ def add_parser(sub: Any) -> None:
 def connect_cloud(args: argparse.Namespace, found: settings_module.CloudSettings) -> ports.PoolManager | None:
     if not args.cloud:
         return None
-    from bot.adapters import eks, gke  # the cloud SDKs load only for a doctor run that names a cloud
-
-    endpoint = args.endpoint.rstrip("/")
-    if endpoint and not endpoint.startswith(("http://", "https://")):
-        raise Refusal(f"--endpoint {args.endpoint!r}: expected an http(s) URL")
-    if endpoint:
-        found = dataclasses.replace(
-            found, gke_endpoint=endpoint, eks_endpoint=endpoint, autoscaling_endpoint=endpoint
-        )
-    if args.region:
-        found = dataclasses.replace(found, aws_region=args.region)
+    cloud = pool.cloud_settings(args, found)
     if not args.cluster:
         raise Refusal(f"--cloud {args.cloud} needs --cluster NAME, the cluster's name at its cloud")
     if args.cloud == GKE and not (args.project and args.location):
         raise Refusal("--cloud gke needs --project and --location as well")
     try:
-        if args.cloud == GKE:
-            return gke.GkePools.connect(
-                found, project=args.project, location=args.location, cluster=args.cluster
-            )
-        return eks.EksPools.connect(found, cluster=args.cluster)
+        return pool.connect(args, cloud)
     except errors.GpubotError as err:
         raise Refusal(f"cannot talk to {args.cloud.upper()}: {err}") from err
 

@@ -21,7 +21,7 @@ from bot.cli import demo
 
 Json = dict[str, Any]
 
-USERS = {"alice": "U_ALICE", "bob": "U_BOB", "admin": "U_ADMIN"}
+USERS = {name: user for user, name in demo.NAMES.items()}
 STEP_SECONDS = 5
 """The clock moves this far between looks at the bot, as the scripted story's `advance_until` does."""
 MAX_WAIT_SECONDS = 6 * 3600
@@ -226,14 +226,7 @@ def list_clickable(snapshot: Json, user: str) -> list[Clickable]:
             summary = str(message.get("text", "")).splitlines()[0][:70] if message.get("text") else ""
             where = f'"{summary}" in {name}' + (" (only you see it)" if message.get("only_you") else "")
             for element in buttons_in(message.get("blocks") or []):
-                button = Clickable(
-                    channel=channel["id"],
-                    message_ts=message["ts"],
-                    action_id=str(element.get("action_id", "")),
-                    label=str((element.get("text") or {}).get("text", "")),
-                    where=where,
-                    confirm=str(((element.get("confirm") or {}).get("title") or {}).get("text", "")),
-                )
+                button = button_from(element, channel=channel["id"], message_ts=message["ts"], where=where)
                 found.append((float(message["ts"]), button))
     return [button for _, button in sorted(found, key=lambda pair: pair[0])]
 
@@ -243,19 +236,19 @@ def home_clickable(view: Json | None) -> list[Clickable]:
     found = []
     for element in buttons_in((view or {}).get("blocks") or []):
         value = str(element.get("value", ""))
-        found.append(
-            Clickable(
-                channel="",
-                message_ts="",
-                action_id=str(element.get("action_id", "")),
-                label=str((element.get("text") or {}).get("text", "")),
-                where=f"the Home tab, for {value.rpartition('/')[2]}",
-                confirm=str(((element.get("confirm") or {}).get("title") or {}).get("text", "")),
-                value=value,
-                on_home=True,
-            )
-        )
+        where = f"the Home tab, for {value.rpartition('/')[2]}"
+        found.append(button_from(element, channel="", message_ts="", where=where, value=value, on_home=True))
     return found
+
+
+def button_from(element: Json, **place: Any) -> Clickable:
+    """A button element, pressed at `place` (its message, or the Home tab)."""
+    return Clickable(
+        action_id=str(element.get("action_id", "")),
+        label=str((element.get("text") or {}).get("text", "")),
+        confirm=str(((element.get("confirm") or {}).get("title") or {}).get("text", "")),
+        **place,
+    )
 
 
 def buttons_in(blocks: list[Json]) -> list[Json]:

@@ -93,8 +93,6 @@ Credentials are the clouds' own: gcloud's application default credentials, and
 boto3's (AWS_PROFILE, AWS_REGION, ~/.aws). GPUBOT_PROFILES_FILE names the GPU
 profiles (default: the built-in t4)."""
 
-RAW = argparse.RawDescriptionHelpFormatter
-
 
 def add_parser(sub: Any) -> None:
     """The `pool` subcommand and its four actions, on `gpubot`'s subparsers."""
@@ -119,7 +117,7 @@ def add_parser(sub: Any) -> None:
         help="create, show, resize or delete the scale-from-zero GPU pool",
         description=POOL_DESCRIPTION,
         epilog=POOL_EPILOG,
-        formatter_class=RAW,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = pool.add_subparsers(dest="pool_command", required=True, metavar="ACTION", title="actions")
 

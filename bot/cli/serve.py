@@ -12,7 +12,6 @@ from datetime import datetime
 from types import FrameType
 from typing import Any
 
-from bot import settings as settings_module
 from bot.services import tracker
 from bot.settings import Settings, SettingsError
 
@@ -69,7 +68,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def serve(settings: settings_module.Settings, *, clock: Callable[[], datetime] = tracker.wall_clock) -> int:
+def serve(settings: Settings, *, clock: Callable[[], datetime] = tracker.wall_clock) -> int:
     """`gpubot serve`: Socket Mode (or HTTP mode with a signing secret) until SIGTERM or Ctrl-C.
 
     `clock` is for a bot run against a simulated cluster's time, as the restart tests run it."""

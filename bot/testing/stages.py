@@ -62,11 +62,6 @@ class Stage:
         self.sim.run(self.sim.world.api.traffic.reset)
 
 
-def quiet_slack() -> SlackConfig:
-    """The emulator with Slack's rate limits off: a story, not a load test."""
-    return SlackConfig(rate_limits=RateLimitConfig(enabled=False))
-
-
 @contextlib.contextmanager
 def stage(
     world_config: world.WorldConfig | None = None,
@@ -84,7 +79,8 @@ def stage(
         loopback_environment(),
         tempfile.TemporaryDirectory(prefix=prefix) as tmp,
         world.BackgroundWorld(world_config or world.WorldConfig()) as sim,
-        BackgroundSlack(slack_config or quiet_slack()) as slack,
+        # Without a `slack_config`, Slack's rate limits are off: a story, not a load test.
+        BackgroundSlack(slack_config or SlackConfig(rate_limits=RateLimitConfig(enabled=False))) as slack,
         contextlib.nullcontext(redis_url) if redis_url else store.private_redis_server() as private,
     ):
         if private is None and not memory_fallback:

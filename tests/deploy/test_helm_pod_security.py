@@ -101,7 +101,7 @@ def bot_pod(objects: list[chart.Obj], profile_name: str) -> dict[str, Any]:
     """The pod the bot builds from the chart's settings and profiles, as its launcher does."""
     found = settings_from(objects)
     profiles_yaml = chart.one(objects, "ConfigMap")["data"]["profiles.yaml"]
-    profile = profiles_module.load_profiles(profiles_yaml)[profile_name]
+    profile = profiles_module.load_profile_catalog(profiles_yaml).profiles[profile_name]
     request = models.RunRequest(image="nvidia/cuda:12.4.1-base-ubuntu22.04", command=("sleep", "60"))
     return podspec.build_pod(
         request,

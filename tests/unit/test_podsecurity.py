@@ -107,13 +107,13 @@ profiles:
 
 
 def test_profiles_file_carries_security() -> None:
-    loaded = profiles_module.load_profiles(PROFILES)
+    loaded = profiles_module.load_profile_catalog(PROFILES).profiles
     assert loaded["cuda-root"].security == models.ProfileSecurity(
         run_as_root=True, read_only_root_filesystem=False
     )
     assert loaded["t4"].security == models.ProfileSecurity(run_as_user=1001)
     with pytest.raises(settings.SettingsError, match=r"profiles.t4.security.runAsUser"):
-        profiles_module.load_profiles("profiles:\n  t4:\n    security: {runAsUser: -1}\n")
+        profiles_module.load_profile_catalog("profiles:\n  t4:\n    security: {runAsUser: -1}\n")
 
 
 def test_settings_default_to_restricted_in_a_namespace_of_their_own() -> None:

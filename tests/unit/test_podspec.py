@@ -17,7 +17,7 @@ from bot import profiles
 from bot.core import commands, labels, models, podspec, workloads
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
-T4 = profiles.load_profiles(profiles.BUILTIN_PROFILES_YAML)["t4"]
+T4 = profiles.load_profile_catalog(profiles.BUILTIN_PROFILES_YAML).profiles["t4"]
 ALICE = models.Owner(user_id="U01ALICE", user_name="alice", team_id="T0TEAM")
 SEED_TEXT = "run nvidia/cuda:12.4.1-base-ubuntu22.04 -- sleep 3600"
 

@@ -23,7 +23,7 @@ def test_the_problems_also_come_on_one_line() -> None:
 def test_shipped_profiles_match_the_seed_pool() -> None:
     catalog = profiles.load_profile_catalog((REPO / "deploy" / "profiles.yaml").read_text())
     assert catalog.default == "t4" and set(catalog.profiles) == {"t4", "notebook", "a100"}
-    builtin = profiles.load_profiles(profiles.BUILTIN_PROFILES_YAML)
+    builtin = profiles.load_profile_catalog(profiles.BUILTIN_PROFILES_YAML).profiles
     t4 = catalog.profiles["t4"]
     assert t4 == builtin["t4"] and catalog.profiles["notebook"] == builtin["notebook"]
     notebook = catalog.profiles["notebook"]
@@ -123,29 +123,29 @@ def _profile(body: str) -> str:
 )
 def test_bad_profiles_are_refused_with_their_path(yaml_text: str, problem: str) -> None:
     with pytest.raises(settings.SettingsError) as raised:
-        profiles.load_profiles(yaml_text)
+        profiles.load_profile_catalog(yaml_text)
     assert problem in str(raised.value)
 
 
 def test_all_profile_problems_come_together() -> None:
     with pytest.raises(settings.SettingsError) as raised:
-        profiles.load_profiles(_profile("maxCount: 0\npricePerHour: x\nresource: gpu"))
+        profiles.load_profile_catalog(_profile("maxCount: 0\npricePerHour: x\nresource: gpu"))
     assert str(raised.value).count("profiles.p.") == 3
 
 
 def test_a_profile_may_name_its_image_and_ports() -> None:
-    profile = profiles.load_profiles(_profile("image: quay.io/jupyter/base-notebook\nports: [8888, 6006]"))[
-        "p"
-    ]
+    profile = profiles.load_profile_catalog(
+        _profile("image: quay.io/jupyter/base-notebook\nports: [8888, 6006]")
+    ).profiles["p"]
     assert (profile.image, profile.ports) == ("quay.io/jupyter/base-notebook", (8888, 6006))
 
 
 def test_the_notebook_profile_reads_its_jupyter_and_others_their_gpu_alone() -> None:
-    shipped = profiles.load_profiles(profiles.BUILTIN_PROFILES_YAML)
+    shipped = profiles.load_profile_catalog(profiles.BUILTIN_PROFILES_YAML).profiles
     assert {name: p.activity for name, p in shipped.items()} == {"t4": "", "notebook": "jupyter"}
-    assert profiles.load_profiles(_profile("activity: jupyter"))["p"].activity == "jupyter"
+    assert profiles.load_profile_catalog(_profile("activity: jupyter")).profiles["p"].activity == "jupyter"
 
 
 def test_minimal_profile_gets_defaults() -> None:
-    profile = profiles.load_profiles("profiles:\n  p: {defaults: {cpu: 4}}\n")["p"]
+    profile = profiles.load_profile_catalog("profiles:\n  p: {defaults: {cpu: 4}}\n").profiles["p"]
     assert profile == models.GpuProfile(name="p", default_cpu_millis=4000)

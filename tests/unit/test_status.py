@@ -12,7 +12,7 @@ from bot import profiles as profiles_module
 from bot.core import labels, lifecycle, models, notices, status, workloads
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-PROFILES = profiles_module.load_profiles(profiles_module.BUILTIN_PROFILES_YAML)
+PROFILES = profiles_module.load_profile_catalog(profiles_module.BUILTIN_PROFILES_YAML).profiles
 T4 = PROFILES["t4"]
 GPU_NODE_LABELS = {labels.GKE_NODEPOOL_LABEL: "gpu-pool", "app-type": "gpu-workloads"}
 
