@@ -258,10 +258,6 @@ def _check_positionals(form: _RunForm) -> models.UsageError | None:
     return None
 
 
-def parse_count(text: str) -> int | None:
-    return int(text) if _COUNT.fullmatch(text) else None
-
-
 def parse_hours(text: str) -> float | None:
     """`4`, `1.5`, `2h` or `90m` → hours; None when it is not a duration we accept."""
     match = _HOURS.fullmatch(text)
@@ -272,7 +268,7 @@ def parse_hours(text: str) -> float | None:
 
 
 def _check_gpus(form: _RunForm, text: str) -> int | models.UsageError:
-    count = parse_count(text)
+    count = int(text) if _COUNT.fullmatch(text) else None
     if count is None:
         return form.refuse(f"`--gpus` takes a whole number, not {text[:20]!r}.", gpus="1")
     if not 1 <= count <= MAX_GPUS_PER_POD:
@@ -530,9 +526,7 @@ def _parse_extend(args: Sequence[str], text: str) -> models.ExtendRequest | mode
         )
     if len(args) == 1 and (parse_hours(args[0]) is not None or _looks_negative(args[0])):
         args = ["", args[0]]  # hours alone (no name starts with `-`): the caller's only workload
-    name: str | models.UsageError | None = None
-    if args and args[0]:
-        name = _check_workload_name(args[0], "/gpu extend NAME 4")
+    name = _check_workload_name(args[0], "/gpu extend NAME 4") if args and args[0] else None
     if isinstance(name, models.UsageError):
         return name
     hours = _extend_hours(args[1], name) if len(args) == 2 else None
@@ -560,9 +554,7 @@ def _parse_logs(args: Sequence[str], text: str) -> models.LogsRequest | models.U
         del words[at : at + 2]
     if len(words) > 1 or (words and words[0].startswith("-")):
         return models.UsageError("`/gpu logs` takes one workload name and `--tail N`.", USAGES["logs"])
-    name: str | models.UsageError | None = None
-    if words:
-        name = _check_workload_name(words[0], "/gpu logs NAME")
+    name = _check_workload_name(words[0], "/gpu logs NAME") if words else None
     if isinstance(name, models.UsageError):
         return name
     return models.LogsRequest(name=name, tail=tail)

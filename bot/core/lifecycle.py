@@ -102,7 +102,6 @@ class Progress:
     """The node its scale-up brings, once it appears."""
     problems: tuple[str, ...] = ()
     outcome: Outcome | None = None
-    notes: tuple[str, ...] = field(default=())
     gone: bool = False
     """The pod no longer exists; a finished run keeps its outcome, so its thread still says how it ended."""
     start_error: str = ""
