@@ -295,7 +295,7 @@ def _group_reasons(pool: str, group: autoscaler_status.NodeGroup, *, blocked: bo
 def describe(pool: str, reasons: Sequence[Reason], *, nodes: int, idle: timedelta) -> str:
     """The paragraph the episode message carries: the question, then each reason with its fix."""
     up = f"{nodes} node{'' if nodes == 1 else 's'}"
-    took = notices.format_elapsed(idle.total_seconds())
+    took = notices.format_elapsed(idle)
     lines = [f"Why isn't {pool} draining? It still has {up}, {took} after gpubot's last workload left:"]
     lines += [f"• {reason.summary}. Fix: {reason.fix}" for reason in reasons]
     return "\n".join(lines)

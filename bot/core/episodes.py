@@ -482,7 +482,7 @@ def _expire(state: Scales, now: datetime) -> Scales:
             continue
         if any(n.registered_at >= last.at for n in episode.nodes):
             continue
-        took = notices.format_elapsed(state.provision_timeout.total_seconds())
+        took = notices.format_elapsed(state.provision_timeout)
         text = f"provisioning is slow: no node has joined {episode.pool} {took} after the scale-up"
         state = _with_episode(state, _warn(episode, ScaleWarning(now, "overdue", str(last.attempt), text)))
     return state
@@ -621,4 +621,4 @@ def _max_size_text(episode: Episode, held: list[ScaleWarning]) -> str:
 
 
 def _elapsed(start: datetime, end: datetime) -> str:
-    return notices.format_elapsed((end - start).total_seconds())
+    return notices.format_elapsed(end - start)
