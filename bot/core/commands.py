@@ -11,6 +11,7 @@ import html
 import re
 import shlex
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from bot.core import images, labels, models, quantities, warm
 
@@ -368,6 +369,7 @@ def _check_image(form: _RunForm) -> str | models.UsageError:
 
 
 Value = int | float | str | tuple[int, ...]
+_Kind = TypeVar("_Kind", int, float, str, tuple[int, ...])
 _Checked = Value | models.UsageError
 
 
@@ -410,29 +412,23 @@ def _parse_run(args: Sequence[str], text: str) -> models.RunRequest | models.Usa
     return _build_run(image, values, form.command, text)
 
 
-def _int_value(values: dict[str, Value], option: str) -> int | None:
+def _value(values: dict[str, Value], option: str, kind: type[_Kind]) -> _Kind | None:
     value = values.get(option)
-    return value if isinstance(value, int) else None
-
-
-def _str_value(values: dict[str, Value], option: str) -> str | None:
-    value = values.get(option)
-    return value if isinstance(value, str) else None
+    return value if isinstance(value, kind) else None
 
 
 def _build_run(
     image: str, values: dict[str, Value], command: tuple[str, ...], text: str
 ) -> models.RunRequest:
-    hours, ports = values.get("--hours"), values.get("--port")
     return models.RunRequest(
         image=image,
-        gpus=_int_value(values, "--gpus") or 1,
-        profile=_str_value(values, "--type"),
-        hours=float(hours) if isinstance(hours, float) else None,
-        cpu_millis=_int_value(values, "--cpu"),
-        memory_bytes=_int_value(values, "--memory"),
-        name=_str_value(values, "--name"),
-        ports=ports if isinstance(ports, tuple) else (),
+        gpus=_value(values, "--gpus", int) or 1,
+        profile=_value(values, "--type", str),
+        hours=_value(values, "--hours", float),
+        cpu_millis=_value(values, "--cpu", int),
+        memory_bytes=_value(values, "--memory", int),
+        name=_value(values, "--name", str),
+        ports=_value(values, "--port", tuple) or (),
         command=command,
         text=text,
     )
