@@ -140,10 +140,6 @@ class Episode:
     def closed(self) -> bool:
         return self.closed_at is not None
 
-    @property
-    def trigger(self) -> Trigger | None:
-        return min(self.triggers, key=lambda t: t.at, default=None)
-
     def node(self, name: str) -> NodeRecord | None:
         return next((n for n in self.nodes if n.name == name), None)
 
