@@ -50,21 +50,21 @@ class LeaseButtons:
 
     def run_release(self, body: dict[str, Any]) -> None:
         if self._first(body):
-            self.services.leases.release_key(*clicked(body))
+            self.services.leases.press("Release", *clicked(body))
             self._refresh_home(body)
 
     def run_extend(self, body: dict[str, Any]) -> None:
         if self._first(body):
-            self.services.leases.extend_key(*clicked(body))
+            self.services.leases.press("Extend", *clicked(body))
             self._refresh_home(body)
 
     def run_keep(self, body: dict[str, Any]) -> None:
         if self._first(body):
-            self.services.leases.keep_key(*clicked(body))
+            self.services.leases.press("Keep", *clicked(body))
 
     def run_keep_asked(self, body: dict[str, Any]) -> None:
         if self._first(body):
-            self.services.leases.keep_key(*clicked(body), asked=True)
+            self.services.leases.press("Keep", *clicked(body), asked=True)
 
     def run_logs(self, body: dict[str, Any]) -> None:
         if self._first(body):

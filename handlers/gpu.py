@@ -83,11 +83,7 @@ class GpuCommand:
         if opens_form(command, self.services):
             ack()  # the form opens in the lazy half, within the trigger's 3 seconds
             return
-        text = ack_text(self.parse(command))
-        if text:
-            ack(text=text)
-        else:
-            ack()
+        ack(text=ack_text(self.parse(command)) or "")  # "" is Bolt's own default: an empty ack
 
     def run_gpu(self, command: dict[str, Any], respond: Respond) -> None:
         request_id = str(command.get("trigger_id", ""))

@@ -11,6 +11,7 @@ import html
 import re
 import shlex
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from bot.core import images, labels, models, quantities, warm
 
@@ -258,10 +259,6 @@ def _check_positionals(form: _RunForm) -> models.UsageError | None:
     return None
 
 
-def parse_count(text: str) -> int | None:
-    return int(text) if _COUNT.fullmatch(text) else None
-
-
 def parse_hours(text: str) -> float | None:
     """`4`, `1.5`, `2h` or `90m` → hours; None when it is not a duration we accept."""
     match = _HOURS.fullmatch(text)
@@ -272,7 +269,7 @@ def parse_hours(text: str) -> float | None:
 
 
 def _check_gpus(form: _RunForm, text: str) -> int | models.UsageError:
-    count = parse_count(text)
+    count = int(text) if _COUNT.fullmatch(text) else None
     if count is None:
         return form.refuse(f"`--gpus` takes a whole number, not {text[:20]!r}.", gpus="1")
     if not 1 <= count <= MAX_GPUS_PER_POD:
@@ -372,6 +369,7 @@ def _check_image(form: _RunForm) -> str | models.UsageError:
 
 
 Value = int | float | str | tuple[int, ...]
+_Kind = TypeVar("_Kind", int, float, str, tuple[int, ...])
 _Checked = Value | models.UsageError
 
 
@@ -414,29 +412,23 @@ def _parse_run(args: Sequence[str], text: str) -> models.RunRequest | models.Usa
     return _build_run(image, values, form.command, text)
 
 
-def _int_value(values: dict[str, Value], option: str) -> int | None:
+def _value(values: dict[str, Value], option: str, kind: type[_Kind]) -> _Kind | None:
     value = values.get(option)
-    return value if isinstance(value, int) else None
-
-
-def _str_value(values: dict[str, Value], option: str) -> str | None:
-    value = values.get(option)
-    return value if isinstance(value, str) else None
+    return value if isinstance(value, kind) else None
 
 
 def _build_run(
     image: str, values: dict[str, Value], command: tuple[str, ...], text: str
 ) -> models.RunRequest:
-    hours, ports = values.get("--hours"), values.get("--port")
     return models.RunRequest(
         image=image,
-        gpus=_int_value(values, "--gpus") or 1,
-        profile=_str_value(values, "--type"),
-        hours=float(hours) if isinstance(hours, float) else None,
-        cpu_millis=_int_value(values, "--cpu"),
-        memory_bytes=_int_value(values, "--memory"),
-        name=_str_value(values, "--name"),
-        ports=ports if isinstance(ports, tuple) else (),
+        gpus=_value(values, "--gpus", int) or 1,
+        profile=_value(values, "--type", str),
+        hours=_value(values, "--hours", float),
+        cpu_millis=_value(values, "--cpu", int),
+        memory_bytes=_value(values, "--memory", int),
+        name=_value(values, "--name", str),
+        ports=_value(values, "--port", tuple) or (),
         command=command,
         text=text,
     )
@@ -530,9 +522,7 @@ def _parse_extend(args: Sequence[str], text: str) -> models.ExtendRequest | mode
         )
     if len(args) == 1 and (parse_hours(args[0]) is not None or _looks_negative(args[0])):
         args = ["", args[0]]  # hours alone (no name starts with `-`): the caller's only workload
-    name: str | models.UsageError | None = None
-    if args and args[0]:
-        name = _check_workload_name(args[0], "/gpu extend NAME 4")
+    name = _check_workload_name(args[0], "/gpu extend NAME 4") if args and args[0] else None
     if isinstance(name, models.UsageError):
         return name
     hours = _extend_hours(args[1], name) if len(args) == 2 else None
@@ -560,9 +550,7 @@ def _parse_logs(args: Sequence[str], text: str) -> models.LogsRequest | models.U
         del words[at : at + 2]
     if len(words) > 1 or (words and words[0].startswith("-")):
         return models.UsageError("`/gpu logs` takes one workload name and `--tail N`.", USAGES["logs"])
-    name: str | models.UsageError | None = None
-    if words:
-        name = _check_workload_name(words[0], "/gpu logs NAME")
+    name = _check_workload_name(words[0], "/gpu logs NAME") if words else None
     if isinstance(name, models.UsageError):
         return name
     return models.LogsRequest(name=name, tail=tail)

@@ -234,72 +234,58 @@ def _min_size_reason(
 # -- the autoscaler's own status ---------------------------------------------------------------------
 
 
+def _autoscaler(summary: str, fix: str) -> list[Reason]:
+    return [Reason(Cause.AUTOSCALER, summary, fix)]
+
+
 def _status_reasons(pool: str, status: autoscaler_status.Status | None, *, blocked: bool) -> list[Reason]:
     if status is None:
-        return [
-            Reason(
-                Cause.AUTOSCALER,
-                "no Cluster Autoscaler status (kube-system/cluster-autoscaler-status): nothing may be "
-                f"scaling {pool} down",
-                "check that the pool has autoscaling on (GKE, EKS) or that the cluster-autoscaler runs",
-            )
-        ]
+        return _autoscaler(
+            "no Cluster Autoscaler status (kube-system/cluster-autoscaler-status): nothing may be "
+            f"scaling {pool} down",
+            "check that the pool has autoscaling on (GKE, EKS) or that the cluster-autoscaler runs",
+        )
     if not status.structured:
         return []  # the old plain-text format says nothing this module can rely on
     if status.autoscaler not in ("", "Running"):
-        return [
-            Reason(
-                Cause.AUTOSCALER,
-                f"the autoscaler reports itself {status.autoscaler}, so it scales nothing down yet",
-                "give it a few minutes; if it stays so, its logs say why",
-            )
-        ]
+        return _autoscaler(
+            f"the autoscaler reports itself {status.autoscaler}, so it scales nothing down yet",
+            "give it a few minutes; if it stays so, its logs say why",
+        )
     group = status.group(pool)
     if group is None:
-        return [
-            Reason(
-                Cause.AUTOSCALER,
-                f"the autoscaler's status lists no node group for {pool}: it does not manage the pool, "
-                "so nothing removes its nodes",
-                "turn on autoscaling for the pool with a minimum of 0",
-            )
-        ]
+        return _autoscaler(
+            f"the autoscaler's status lists no node group for {pool}: it does not manage the pool, "
+            "so nothing removes its nodes",
+            "turn on autoscaling for the pool with a minimum of 0",
+        )
     return _group_reasons(pool, group, blocked=blocked)
 
 
 def _group_reasons(pool: str, group: autoscaler_status.NodeGroup, *, blocked: bool) -> list[Reason]:
     if group.health not in ("", "Healthy"):
-        return [
-            Reason(
-                Cause.AUTOSCALER,
-                f"the autoscaler reports {pool} {group.health}, and it scales no unhealthy group down",
-                f"look at the pool's nodes (`kubectl get nodes -l {labels.GKE_NODEPOOL_LABEL}={pool}`) "
-                "and the autoscaler's logs",
-            )
-        ]
+        return _autoscaler(
+            f"the autoscaler reports {pool} {group.health}, and it scales no unhealthy group down",
+            f"look at the pool's nodes (`kubectl get nodes -l {labels.GKE_NODEPOOL_LABEL}={pool}`) "
+            "and the autoscaler's logs",
+        )
     status = group.scale_down
     if status == "NoCandidates":
-        return [
-            Reason(
-                Cause.AUTOSCALER,
-                f"the autoscaler's status says ScaleDown: NoCandidates for {pool}: it sees no node there "
-                "it may remove",
-                "clear what holds the node (above)"
-                if blocked
-                else "its logs say why each node is not suitable for removal",
-            )
-        ]
+        return _autoscaler(
+            f"the autoscaler's status says ScaleDown: NoCandidates for {pool}: it sees no node there "
+            "it may remove",
+            "clear what holds the node (above)"
+            if blocked
+            else "its logs say why each node is not suitable for removal",
+        )
     if status == "CandidatesPresent" and not blocked:  # with a blocker above, the count says nothing new
         count = group.candidates
         nodes = f"{count} node{'' if count == 1 else 's'}" if count is not None else "nodes"
-        return [
-            Reason(
-                Cause.AUTOSCALER,
-                f"the autoscaler counts {nodes} of {pool} as unneeded (ScaleDown: CandidatesPresent)",
-                "it removes an unneeded node after its scale-down-unneeded-time (10 minutes by default); "
-                "if the node stays longer, the autoscaler's logs say why its removal fails",
-            )
-        ]
+        return _autoscaler(
+            f"the autoscaler counts {nodes} of {pool} as unneeded (ScaleDown: CandidatesPresent)",
+            "it removes an unneeded node after its scale-down-unneeded-time (10 minutes by default); "
+            "if the node stays longer, the autoscaler's logs say why its removal fails",
+        )
     return []
 
 
@@ -309,7 +295,7 @@ def _group_reasons(pool: str, group: autoscaler_status.NodeGroup, *, blocked: bo
 def describe(pool: str, reasons: Sequence[Reason], *, nodes: int, idle: timedelta) -> str:
     """The paragraph the episode message carries: the question, then each reason with its fix."""
     up = f"{nodes} node{'' if nodes == 1 else 's'}"
-    took = notices.format_elapsed(idle.total_seconds())
+    took = notices.format_elapsed(idle)
     lines = [f"Why isn't {pool} draining? It still has {up}, {took} after gpubot's last workload left:"]
     lines += [f"• {reason.summary}. Fix: {reason.fix}" for reason in reasons]
     return "\n".join(lines)

@@ -78,6 +78,11 @@ class Trigger:
         """ "alice's gpu-alice-1a2b3c", or just the pod's name when its owner is unknown."""
         return f"{self.owner}'s {self.workload}" if self.owner else self.workload
 
+    @property
+    def identity(self) -> tuple[str, str, int, int, int]:
+        """What a repeat of the same event shares: not when it was seen, whose it is, nor the max size."""
+        return (self.namespace, self.workload, self.old, self.new, self.attempt)
+
 
 @dataclass(frozen=True)
 class NodeRecord:
@@ -134,10 +139,6 @@ class Episode:
     @property
     def closed(self) -> bool:
         return self.closed_at is not None
-
-    @property
-    def trigger(self) -> Trigger | None:
-        return min(self.triggers, key=lambda t: t.at, default=None)
 
     def node(self, name: str) -> NodeRecord | None:
         return next((n for n in self.nodes if n.name == name), None)
@@ -335,7 +336,7 @@ def _on_triggered(state: Scales, seen: PoolEvent) -> Scales:
             max_size=int(match["max"]),
             attempt=episode.attempt,
         )
-        if any(_same_trigger(t, trigger) for t in episode.triggers):
+        if any(t.identity == trigger.identity for t in episode.triggers):
             continue  # the same event again: a MODIFIED repeat, or a relist
         started = min(episode.started_at, trigger.at)
         state = _with_episode(
@@ -356,16 +357,6 @@ def _episode_for_trigger(state: Scales, pool: str, at: datetime) -> Episode | No
     # opened, within the provisioning time before it); else a leftover of some earlier episode.
     earliest = last.started_at - (state.provision_timeout if not last.triggers else timedelta(0))
     return last if at >= earliest else None
-
-
-def _same_trigger(a: Trigger, b: Trigger) -> bool:
-    return (a.namespace, a.workload, a.old, a.new, a.attempt) == (
-        b.namespace,
-        b.workload,
-        b.old,
-        b.new,
-        b.attempt,
-    )
 
 
 def _episode_of_pod(state: Scales, subject: workloads.EventSubject) -> Episode | None:
@@ -487,7 +478,7 @@ def _expire(state: Scales, now: datetime) -> Scales:
             continue
         if any(n.registered_at >= last.at for n in episode.nodes):
             continue
-        took = notices.format_elapsed(state.provision_timeout.total_seconds())
+        took = notices.format_elapsed(state.provision_timeout)
         text = f"provisioning is slow: no node has joined {episode.pool} {took} after the scale-up"
         state = _with_episode(state, _warn(episode, ScaleWarning(now, "overdue", str(last.attempt), text)))
     return state
@@ -626,4 +617,4 @@ def _max_size_text(episode: Episode, held: list[ScaleWarning]) -> str:
 
 
 def _elapsed(start: datetime, end: datetime) -> str:
-    return notices.format_elapsed((end - start).total_seconds())
+    return notices.format_elapsed(end - start)

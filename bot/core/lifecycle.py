@@ -102,7 +102,6 @@ class Progress:
     """The node its scale-up brings, once it appears."""
     problems: tuple[str, ...] = ()
     outcome: Outcome | None = None
-    notes: tuple[str, ...] = field(default=())
     gone: bool = False
     """The pod no longer exists; a finished run keeps its outcome, so its thread still says how it ended."""
     start_error: str = ""
@@ -269,7 +268,7 @@ def _on_pod(progress: Progress, seen: PodSeen) -> tuple[Progress, list[Milestone
     if seen.phase in ("Succeeded", "Failed"):
         outcome = Outcome.SUCCEEDED if seen.phase == "Succeeded" else Outcome.FAILED
         started = progress.at(Step.RUNNING)
-        ran = notices.format_elapsed((seen.at - started).total_seconds()) if started else ""
+        ran = notices.format_elapsed(seen.at - started) if started else ""
         text = explain.finished(
             seen.phase, seen.exit_code, seen.terminated_reason, ran=ran, restarts=seen.restarts
         )

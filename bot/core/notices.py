@@ -10,7 +10,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from bot.core import explain
 
@@ -196,9 +196,10 @@ def moments(text: str, shown: Callable[[datetime], str] = utc_clock) -> str:
     return MOMENT.sub(lambda match: shown(datetime.fromtimestamp(int(match[1]), UTC)), text)
 
 
-def format_elapsed(seconds: float) -> str:
-    """A duration as threads show it: "45s", "1m05s", "2h03m"; negatives count as zero."""
-    whole = max(0, math.floor(seconds))
+def format_elapsed(span: float | timedelta) -> str:
+    """A duration (in seconds, or a timedelta) as threads show it: "45s", "1m05s", "2h03m"; negatives count
+    as zero."""
+    whole = max(0, math.floor(span.total_seconds() if isinstance(span, timedelta) else span))
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     if hours:

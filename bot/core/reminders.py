@@ -9,10 +9,6 @@ from bot.core import notebooks, notices, reaping, starts, workloads
 Act = reaping.Act
 
 
-def _in(moment: datetime, now: datetime) -> str:
-    return notices.format_elapsed((moment - now).total_seconds())
-
-
 def _what(workload: workloads.Workload) -> str:
     return f"`{workload.name}` ({notices.format_gpus(workload.gpus, workload.profile)})"
 
@@ -49,20 +45,22 @@ def message(
     if act is Act.REMIND:
         text = (
             f":hourglass_flowing_sand: The lease on {_what(workload)} ends {notices.clock_time(end)}, "
-            f"in {_in(end, now)}. It will be deleted {notices.clock_time(deadline)} unless you extend it."
+            f"in {notices.format_elapsed(end - now)}. It will be deleted {notices.clock_time(deadline)} "
+            "unless you extend it."
         )
         return notices.Reminder(text, key, notices.Buttons(extend=True, release=True))
     if act is Act.NUDGE:
         text = (
-            f":alarm_clock: {_in(deadline, now)} left on {_what(workload)}: it is deleted "
-            f"{notices.clock_time(deadline)}. Extend it now if you still need it."
+            f":alarm_clock: {notices.format_elapsed(deadline - now)} left on {_what(workload)}: it is "
+            f"deleted {notices.clock_time(deadline)}. Extend it now if you still need it."
         )
         return notices.Reminder(text, key, notices.Buttons(extend=True, release=True))
     if act is Act.IDLE_WARN:
         release_at = now + policy.idle_grace
         under = f" (under {policy.idle_threshold_percent:g}% use)"
         if _gpu_alone(idleness):
-            idle = f"The GPU of {_what(workload)} has been idle for {_duration(policy.idle_window)}{under}"
+            window = notices.format_elapsed(policy.idle_window)
+            idle = f"The GPU of {_what(workload)} has been idle for {window}{under}"
         else:
             idle = f"{_what(workload)} has been idle: {_evidence(idleness, policy.idle_window, under)}"
         text = f":zzz: {idle}. It will be released {notices.clock_time(release_at)} unless you keep it."
@@ -75,7 +73,7 @@ def message(
     elif act is Act.IDLE_RELEASE:
         idle_for = policy.idle_window + (now - (workload.marks.idle_warned_at or now))
         idle = (
-            f"its GPU was idle for {_duration(idle_for)}"
+            f"its GPU was idle for {notices.format_elapsed(idle_for)}"
             if _gpu_alone(idleness)
             else f"{_evidence(idleness, idle_for)},"
         )
@@ -144,7 +142,3 @@ def _gpu_alone(idleness: notebooks.Verdict | None) -> bool:
 
 def _evidence(idleness: notebooks.Verdict | None, gpu_idle_for: timedelta, under: str = "") -> str:
     return notebooks.evidence_text(idleness or notebooks.Verdict(True), gpu_idle_for, under=under)
-
-
-def _duration(span: timedelta) -> str:
-    return notices.format_elapsed(span.total_seconds())

@@ -71,10 +71,7 @@ def build_form(
         TypeChoice(p.name, p.description, p.price_per_hour, free.get(p.name, 0), p.max_count, p.image)
         for p in profiles.values()
     )
-    seen: list[str] = []
-    for image in recent_images:
-        if image and image not in seen:
-            seen.append(image)
+    seen = list(dict.fromkeys(image for image in recent_images if image))  # once each, in order
     return RunForm(
         channel=channel,
         types=types,

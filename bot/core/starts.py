@@ -87,4 +87,4 @@ def waited(start: Start, now: datetime) -> str:
     """How long it has been unable to start, e.g. "10m", or "" if unknown."""
     if start.since is None:
         return ""
-    return notices.format_elapsed(max((now - start.since).total_seconds(), 0.0))
+    return notices.format_elapsed(now - start.since)

@@ -71,7 +71,7 @@ def timeline(progress: lifecycle.Progress) -> tuple[str, ...]:
             continue
         if step == Step.SCALE_UP and progress.scale_up:
             label = f"scale-up {progress.scale_up.split(' (')[0]}"
-        facts.append(f"{label} +{notices.format_elapsed((at - progress.created).total_seconds())}")
+        facts.append(f"{label} +{notices.format_elapsed(at - progress.created)}")
     return tuple(facts)
 
 
@@ -226,7 +226,7 @@ def milestone_reply(milestone: lifecycle.Milestone, thread: Thread) -> notices.R
         return notices.Reply(sentence(milestone.text), mention=owner)
     if milestone.step is Step.RUNNING and not milestone.late and thread.progress.outcome is None:
         # Not once it has ended too: the ending's own mention says it, and "Running" would be untrue.
-        waited = notices.format_elapsed((milestone.at - thread.progress.created).total_seconds())
+        waited = notices.format_elapsed(milestone.at - thread.progress.created)
         where = f" on {thread.progress.node}" if thread.progress.node else ""
         return notices.Reply(f"Running{where}, {waited} after the request.", mention=owner)
     return None
@@ -325,13 +325,11 @@ def workload_line(
     idle_window: timedelta = IDLE_WINDOW,
 ) -> str:
     since = workload.created_at or workload.requested_at
-    age = notices.format_elapsed((now - since).total_seconds()) if since else "?"
+    age = notices.format_elapsed(now - since) if since else "?"
     where = f"on {workload.node}" if workload.node else "no node yet"
     phase = "Terminating" if workload.deletion_requested else workload.phase
     lease = (
-        f"lease {notices.format_elapsed((workload.lease_end - now).total_seconds())} left"
-        if workload.lease_end
-        else "no lease"
+        f"lease {notices.format_elapsed(workload.lease_end - now)} left" if workload.lease_end else "no lease"
     )
     owner = f" · {workload.requester_name or workload.owner_id}" if with_owner else ""
     gpus = notices.format_gpus(workload.gpus, workload.profile)

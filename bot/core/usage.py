@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 
 from bot.core import notices
@@ -165,7 +165,7 @@ def running(held: Held, *, since: datetime, now: datetime) -> Spend:
     """What a running run has held and cost from the later of its start and `since`, until `now`."""
     seconds = max((now - max(held.since, since)).total_seconds(), 0.0)
     cost = held_cost(held.gpus, held.node_gpus, held.price_per_node_hour, seconds)
-    return Spend(held.user, held.channel, cost.gpu_hours, cost.dollars, cost.unpriced_hours)
+    return replace(cost, user=held.user, channel=held.channel)
 
 
 # -- summing up ---------------------------------------------------------------------------------------

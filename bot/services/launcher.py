@@ -215,18 +215,13 @@ class Launcher:
         """A run the ack refused (`precheck`): counted as refused, like one refused later."""
         self._telemetry.count_command("run", "refused")
 
-    def run(
-        self, request: models.RunRequest, owner: models.Owner, channel: str
-    ) -> workloads.Workload | models.UsageError | None:
-        """Quota check, thread root, pod. The refusal when policy says no (and an ephemeral saying why);
-        None when the cluster would not create the pod (the thread says why)."""
-        return self._run(request, pending.PendingRun("", "", self._clock(), request.text, owner, channel))
-
     def _run(
-        self, request: models.RunRequest, accepted: pending.PendingRun, answer: ports.Answer | None = None
+        self, request: models.RunRequest, accepted: pending.PendingRun, answer: ports.Answer | None
     ) -> workloads.Workload | models.UsageError | None:
-        """Reserve the GPUs, check the quota against the pods and the runs ahead, root, pod; the
-        reservation is kept until the pod exists or the run gave up, whatever happens in between."""
+        """Quota check, thread root, pod: the refusal when policy says no (and an ephemeral saying why);
+        None when the cluster would not create the pod (the thread says why). The GPUs are reserved, and
+        the quota checked against the pods and the runs ahead; the reservation is kept until the pod
+        exists or the run gave up, whatever happens in between."""
         settings, owner = self._settings, accepted.owner
         profile = quota.check_request(
             request,
@@ -238,7 +233,7 @@ class Launcher:
             return self._refuse(accepted.channel, owner.user_id, profile)
         request = quota.with_profile_defaults(request, profile)
         now = self._clock()
-        key = accepted.request_id or uuid.uuid4().hex  # `run()` has no Slack request to name it by
+        key = accepted.request_id or uuid.uuid4().hex  # a request without a trigger id has none to name it by
         asked = quota.Reservation(key, owner.user_id, request.gpus, now, pod=request.name or "")
         reservation, held = self._ledger.reserve(asked, now)
         try:

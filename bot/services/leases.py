@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from bot.core import errors, labels, models, notices, podspec, ports, quota, reaping, workloads
 from bot.services import launcher, reservations
@@ -27,6 +27,7 @@ WRITE_ATTEMPTS = 3
 """Tries at one annotation change while other writes (kubelet status, the reaper) keep changing the pod."""
 
 Result = TypeVar("Result")
+Button = Literal["Release", "Extend", "Keep"]
 
 
 @dataclass(frozen=True)
@@ -126,29 +127,20 @@ class Leases:
             else:
                 self.extend(command, actor, channel)
 
-    def release_key(self, key: str, actor: str, channel: str) -> None:
-        """The Release button; every button's value is the workload's `namespace/name`."""
+    def press(self, button: Button, key: str, actor: str, channel: str, *, asked: bool = False) -> None:
+        """The Release, Extend (the default lease's hours more) or Keep button, as whoever pressed it;
+        `asked`: "Keep 30 min" in a DM asking for the GPU. Every button's value is the workload's
+        `namespace/name`."""
         name = self.button_target(key, actor, channel)
         if name is None:
             return
-        with launcher.failures_told(self._chat, channel, actor, "the Release button"):
-            self.release(models.ReleaseRequest(name=name), actor, channel)
-
-    def extend_key(self, key: str, actor: str, channel: str) -> None:
-        """The Extend button: the default lease's hours more, as whoever pressed it."""
-        name = self.button_target(key, actor, channel)
-        if name is None:
-            return
-        with launcher.failures_told(self._chat, channel, actor, "the Extend button"):
-            self.extend(models.ExtendRequest(name=name), actor, channel)
-
-    def keep_key(self, key: str, actor: str, channel: str, *, asked: bool = False) -> None:
-        """The Keep button on an idle warning; `asked`: "Keep 30 min" in a DM asking for the GPU."""
-        name = self.button_target(key, actor, channel)
-        if name is None:
-            return
-        with launcher.failures_told(self._chat, channel, actor, "the Keep button"):
-            self.keep(name, actor, channel, asked=asked)
+        with launcher.failures_told(self._chat, channel, actor, f"the {button} button"):
+            if button == "Release":
+                self.release(models.ReleaseRequest(name=name), actor, channel)
+            elif button == "Extend":
+                self.extend(models.ExtendRequest(name=name), actor, channel)
+            else:
+                self.keep(name, actor, channel, asked=asked)
 
     def button_target(self, key: str, actor: str, channel: str) -> str | None:
         """The workload a button names, or None after telling the clicker that it names none: a value

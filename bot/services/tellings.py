@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import json
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timedelta
 
 from bot.core import errors, notices, podspec, ports, reminders, workloads
@@ -114,7 +114,7 @@ class Teller:
 
     def record(self, target: Target, *, where: str, why: str, err: errors.GpubotError | None) -> None:
         """An undeliverable telling, for the operator: one log line with its fields, and a metric."""
-        fields = {
+        facts = {
             "workload": target.workload,
             "act": target.act,
             "where": where,
@@ -131,7 +131,7 @@ class Teller:
             where,
             why,
             err or "nobody to send it to",
-            extra={"undelivered": fields},
+            extra={"undelivered": facts},
         )
         self._telemetry.count_undelivered(target.act, where=where, why=why)
 
@@ -152,14 +152,9 @@ class Telling:
     thread_refused: str = ""
 
     def to_json(self) -> str:
-        t = self.target
         return json.dumps(
             {
-                "act": t.act,
-                "workload": t.workload,
-                "owner": t.owner,
-                "channel": t.channel,
-                "thread_ts": t.thread_ts,
+                **asdict(self.target),
                 "text": self.text,
                 "replica": self.replica,
                 "tried_at": podspec.format_time(self.tried_at),
@@ -186,13 +181,7 @@ def read(key: str, raw: str) -> Telling | None:
         tried_at = podspec.parse_time(str(found["tried_at"]))
         if tried_at is None:
             return None
-        target = Target(
-            str(found["act"]),
-            str(found["workload"]),
-            str(found["owner"]),
-            str(found["channel"]),
-            str(found["thread_ts"]),
-        )
+        target = Target(**{f.name: str(found[f.name]) for f in fields(Target)})
         return Telling(
             key, target, str(found["text"]), str(found["replica"]), tried_at, str(found["thread_refused"])
         )
