@@ -578,20 +578,14 @@ class SlackOutbox:
             return str(self._client.chat_update(**job.args)["ts"])
         if job.kind == "ephemeral":
             return str(self._client.chat_postEphemeral(**job.args)["message_ts"])
-        if job.kind == "dm":
-            return self._send_dm(job)
         if job.kind == "upload":
             return self._send_upload(job)
         if job.kind == "publish":
             return str(self._client.views_publish(**job.args)["view"]["id"])
-        if job.verify and (ts := self._sent_before(job, str(job.args["channel"]), job.args.get("thread_ts"))):
-            return ts
-        return str(self._client.chat_postMessage(**job.args)["ts"])
-
-    def _send_dm(self, job: Job) -> str:
         args = dict(job.args)
-        args["channel"] = self._dm_channel(args.pop("user"), then=HISTORY if job.verify else POST_MESSAGE)
-        if job.verify and (ts := self._sent_before(job, args["channel"], None)):
+        if job.kind == "dm":
+            args["channel"] = self._dm_channel(args.pop("user"), then=HISTORY if job.verify else POST_MESSAGE)
+        if job.verify and (ts := self._sent_before(job, str(args["channel"]), args.get("thread_ts"))):
             return ts
         return str(self._client.chat_postMessage(**args)["ts"])
 

@@ -194,11 +194,13 @@ def render_thread_status(status: notices.ThreadStatus) -> Rendered:
         f" · {escape(notices.format_gpus(status.gpus, status.profile))} · `{escape(status.image)}`"
     )
     blocks = [section(summary, block_id="gpubot_summary")]
+    alt_text = f"{status.workload}: {status.headline}"
     if status.timeline:
         blocks.append(context([escape(" · ".join(status.timeline))], block_id="gpubot_timeline"))
     if status.problem is not None:
         problem = f":warning: *{escape(status.problem.summary)}*\n{escape(status.problem.fix)}"
         blocks.append(section(problem, block_id="gpubot_problem"))
+        alt_text += f" — {status.problem.summary}"
     facts = [escape(fact) for fact in (status.ending, status.note) if fact]
     if status.lease_end is not None:
         facts.append(f"lease ends {date_token(status.lease_end)}")
@@ -208,7 +210,7 @@ def render_thread_status(status: notices.ThreadStatus) -> Rendered:
         blocks.append(section(connect_text(status.connect), block_id="gpubot_connect"))
     if status.buttons.any:
         blocks.append(button_row(status.workload, status.buttons))
-    return Rendered(fallback(thread_fallback(status)), blocks)
+    return Rendered(fallback(alt_text), blocks)
 
 
 def connect_text(connect: notices.Connect) -> str:
@@ -235,13 +237,6 @@ def render_episode(episode: notices.ChannelEpisode) -> Rendered:
     if episode.warning:
         blocks.append(section(f":warning: {escape(episode.warning)}", block_id="gpubot_warning"))
     return Rendered(fallback(f"{episode.pool}: {episode.headline}"), blocks)
-
-
-def thread_fallback(status: notices.ThreadStatus) -> str:
-    parts = [f"{status.workload}: {status.headline}"]
-    if status.problem is not None:
-        parts.append(status.problem.summary)
-    return " — ".join(parts)
 
 
 def date_token(moment: datetime) -> str:
