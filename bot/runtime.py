@@ -15,7 +15,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from slack_bolt import App
 
-from bot.adapters import kube, leader, observability, slack_outbox
+from bot.adapters import kube, leader, observability, slack_outbox, store
 from bot.adapters import kueue as kueue_adapter
 from bot.core import ports, warm
 from bot.services import Services, kueue_line, reaper, scale_notifier
@@ -40,7 +40,7 @@ class Bot:
     cluster: kube.KubeCluster
     outbox: slack_outbox.SlackOutbox
     services: Services
-    store: ports.Store
+    store: store.RedisStore | store.MemoryStore
     scales: scale_notifier.ScaleNotifier | None = None
     """Channel scale-episode messages, when a scale channel is configured."""
     elector: leader.LeaderElector | None = None
@@ -193,9 +193,7 @@ class Bot:
             self.url_finder.close()
         self.cluster.stop()
         self.outbox.stop()
-        close = getattr(self.store, "close", None)
-        if close is not None:
-            close()
+        self.store.close()
         self.telemetry.stop()
 
 
