@@ -6,7 +6,6 @@ construction and returns a `runtime.Bot`; `gpubot serve` (bot/cli/serve.py) runs
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -183,6 +182,15 @@ def build(
         replica=settings.leader.identity,
         warm_lines=warmer.lines,
     )
+    # `/gpu usage` and the App Home, over the tracker's view of the pods and the store's days.
+    spending = spend.Spending(
+        kept,
+        chat,
+        held=workload_tracker.held_runs,
+        names=workload_tracker.names,
+        admins=settings.policy().admins,
+        clock=clock,
+    )
     services = Services(
         launcher=run_launcher,
         forms=forms_service.RunForms(cluster, chat, launch, run_launcher, store=kept),
@@ -216,8 +224,17 @@ def build(
             once_per=settings.reaper_policy().idle_window,
             store=kept,
         ),
+        spending=spending,
+        home=home.AppHome(
+            cluster,
+            chat,
+            spending,
+            profiles=catalog.profiles,
+            waiting=workload_tracker.waiting_in_line,
+            clock=clock,
+            warm_lines=warmer.lines,
+        ),
     )
-    services = with_home(services, cluster, chat, kept, catalog.profiles, settings.policy().admins, clock)
     app = App(
         client=WebClient(token=slack.bot_token, base_url=slack.api_base_url),
         signing_secret=slack.signing_secret or None,
@@ -288,33 +305,6 @@ def build(
     )
     telemetry.watch(outbox=outbox, leading=lambda: bot.leading)
     return bot
-
-
-def with_home(
-    services: Services,
-    cluster: kube.KubeCluster,
-    chat: slack_chat.OutboxChat,
-    kept: ports.Store,
-    profiles: Mapping[str, models.GpuProfile],
-    admins: frozenset[str],
-    clock: Callable[[], datetime],
-) -> Services:
-    """`/gpu usage` and the App Home, over the tracker's view of the pods and the store's days."""
-    tracked = services.tracker
-    spending = spend.Spending(
-        kept, chat, held=tracked.held_runs, names=tracked.names, admins=admins, clock=clock
-    )
-    warm_lines = services.warmer.lines if services.warmer is not None else None
-    app_home = home.AppHome(
-        cluster,
-        chat,
-        spending,
-        profiles=profiles,
-        waiting=tracked.waiting_in_line,
-        clock=clock,
-        warm_lines=warm_lines,
-    )
-    return dataclasses.replace(services, spending=spending, home=app_home)
 
 
 def served_workspaces(slack: settings_module.SlackSettings, client: WebClient) -> workspaces.Installation:

@@ -15,13 +15,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from slack_bolt import App
 
-from bot.adapters import kube, leader, observability, slack_outbox
+from bot.adapters import kube, leader, observability, slack_outbox, store
 from bot.adapters import kueue as kueue_adapter
 from bot.core import ports, warm
-from bot.core.ports import WatchCallback
-from bot.services import Services, reaper, scale_notifier
+from bot.services import Services, kueue_line, reaper, scale_notifier
 from bot.services import connect as connect_service
-from bot.services.kueue_line import KueueLine
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +40,7 @@ class Bot:
     cluster: kube.KubeCluster
     outbox: slack_outbox.SlackOutbox
     services: Services
-    store: ports.Store
+    store: store.RedisStore | store.MemoryStore
     scales: scale_notifier.ScaleNotifier | None = None
     """Channel scale-episode messages, when a scale channel is configured."""
     elector: leader.LeaderElector | None = None
@@ -57,7 +55,7 @@ class Bot:
     """Set once a Socket Mode connection or the HTTP server exists; readiness asks it."""
     url_finder: connect_service.UrlFinder | None = None
     """Follows running workloads' output for what their owners should open."""
-    kueue: tuple[kueue_adapter.KueueWatch, KueueLine] | None = None
+    kueue: tuple[kueue_adapter.KueueWatch, kueue_line.KueueLine] | None = None
     """Kueue's informers and the line they feed, when a profile has `queue:`."""
 
     @property
@@ -74,8 +72,8 @@ class Bot:
 
     def start(self, *, sync_timeout: float = SYNC_TIMEOUT_SECONDS) -> None:
         watcher = self.services.tracker
-        on_event: WatchCallback = watcher.on_event
-        on_node: WatchCallback = watcher.on_node
+        on_event: ports.WatchCallback = watcher.on_event
+        on_node: ports.WatchCallback = watcher.on_node
         if self.scales is not None:
             self.scales.seed(self.cluster.list_nodes())
             on_event = fan_out(watcher.on_event, self.scales.on_event)
@@ -195,13 +193,11 @@ class Bot:
             self.url_finder.close()
         self.cluster.stop()
         self.outbox.stop()
-        close = getattr(self.store, "close", None)
-        if close is not None:
-            close()
+        self.store.close()
         self.telemetry.stop()
 
 
-def fan_out(*callbacks: WatchCallback) -> WatchCallback:
+def fan_out(*callbacks: ports.WatchCallback) -> ports.WatchCallback:
     """One informer, several listeners: each gets every change, in order."""
 
     def deliver(change: str, obj: Mapping[str, Any]) -> None:

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.core import ports
@@ -119,15 +119,13 @@ class OutboxJournal:
             if not found:
                 self._store.drop(REPLICAS, replica)
         for entry in taken:
-            self._store.put(self._table(self.replica), entry.key, self._adopted(entry).to_json())
+            adopted = replace(entry, owner=self.replica, boot=self.boot)
+            self._store.put(self._table(self.replica), entry.key, adopted.to_json())
             if entry.owner != self.replica:
                 self._store.drop(self._table(entry.owner), entry.key)
         if taken:
             logger.info("outbox: took over %s unsent Slack writes of stopped runs", len(taken))
         return sorted(taken, key=lambda e: e.at)
-
-    def _adopted(self, entry: Entry) -> Entry:
-        return Entry(entry.key, entry.kind, entry.lane, entry.args, entry.at, self.replica, self.boot)
 
     def _claim(self, entry: Entry) -> bool:
         return self._store.claim(f"outbox-take:{entry.owner}:{entry.boot}:{entry.key}", CLAIM_SECONDS)

@@ -59,7 +59,6 @@ logger = logging.getLogger(__name__)
 Block = dict[str, Any]
 Kind = Literal["post", "update", "ephemeral", "dm", "upload", "publish"]
 Lane = tuple[str, ...]
-BucketKey = tuple[str, str]
 
 IN_FLIGHT_CHECK_SECONDS = 0.05
 """How often a caller past its deadline looks again at a write that was on the wire at the deadline."""
@@ -95,6 +94,12 @@ chat.postEphemeral answer `not_in_channel`, `is_archived` ("Channel has been arc
 `channel_not_found` (also for a private channel the bot is not in); chat.update answers `is_inactive` in
 an archived channel (docs.slack.dev/reference/methods/chat.postMessage, …/chat.update)."""
 SERVER_ERRORS = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
+METHOD_OF: Mapping[Kind, str] = {
+    "update": "chat.update",
+    "ephemeral": "chat.postEphemeral",
+    "publish": PUBLISH,
+}
+"""The Web API method of the kinds that make one call, and so are paced by that method's budget alone."""
 JOURNALED: Mapping[str, Kind] = {"post": "post", "update": "update", "ephemeral": "ephemeral", "dm": "dm"}
 """Queued writes the journal keeps, by name; a waited-for `post` or `dm` is not: its caller has the answer."""
 READ_PAGES = 5
@@ -256,7 +261,7 @@ class SlackOutbox:
         self._cond = threading.Condition()
         self._lanes: dict[Lane, collections.deque[Job]] = {}
         self._lane_paused_until: dict[Lane, float] = {}
-        self._buckets: dict[BucketKey, Bucket] = {}
+        self._buckets: dict[tuple[str, str], Bucket] = {}
         self._dm_channels: dict[str, str] = {}
         self._seq = itertools.count()
         self._counts: collections.Counter[str] = collections.Counter()
@@ -297,9 +302,8 @@ class SlackOutbox:
         Raises the taxonomy error Slack gave for good (`Invalid`, `NotFound`), or `Unavailable` when the
         message could not go out within `timeout` seconds (it is then withdrawn, never sent late).
         """
-        result: Future[str] = Future()
-        job = self._enqueue("post", ("chat", channel), _message(channel, text, blocks, thread_ts), result)
-        return self._wait(job, result, timeout, f"Slack post to {channel}")
+        args = _message(channel, text, blocks, thread_ts)
+        return self._wait("post", ("chat", channel), args, timeout, f"Slack post to {channel}")
 
     def reply(self, channel: str, thread_ts: str, text: str, blocks: list[Block] | None = None) -> None:
         """Queue a reply in a thread, after every earlier write to that channel."""
@@ -326,19 +330,16 @@ class SlackOutbox:
         self, user: str, text: str, blocks: list[Block] | None = None, *, timeout: float | None = None
     ) -> str:
         """A direct message, in order after the user's queued ones, waited for as `post` waits."""
-        result: Future[str] = Future()
-        job = self._enqueue("dm", ("dm", user), {**_message("", text, blocks, None), "user": user}, result)
-        return self._wait(job, result, timeout, f"Slack DM to {user}")
+        args = {**_message("", text, blocks, None), "user": user}
+        return self._wait("dm", ("dm", user), args, timeout, f"Slack DM to {user}")
 
     def upload(
         self, user: str, filename: str, content: str, *, comment: str, timeout: float | None = None
     ) -> str:
         """A text file in `user`'s DM, with `comment` (mrkdwn) as its message, in order after the user's
         queued DMs and waited for as `post` waits; returns the file's id."""
-        result: Future[str] = Future()
         args = {"user": user, "filename": filename, "title": filename, "content": content, "comment": comment}
-        job = self._enqueue("upload", ("dm", user), args, result)
-        return self._wait(job, result, timeout, f"Slack file to {user}")
+        return self._wait("upload", ("dm", user), args, timeout, f"Slack file to {user}")
 
     def publish(self, user: str, view: dict[str, Any]) -> None:
         """Queue `user`'s App Home view; an unsent earlier one of theirs is replaced: only the last shows."""
@@ -415,15 +416,10 @@ class SlackOutbox:
                 self._cond.notify_all()
         if journal is not None and job.key:
             journal.keep(job.key, kind, lane, args)
-            self._release(job)
-        return job
-
-    def _release(self, job: Job) -> None:
-        """The journal has it: the worker may send it."""
-        if job.held:
-            with self._cond:
+            with self._cond:  # the journal has it: the worker may send it
                 job.held = False
                 self._cond.notify_all()
+        return job
 
     # -- replaying a stopped run's writes ---------------------------------------------------------
     def replay(self) -> int:
@@ -488,7 +484,10 @@ class SlackOutbox:
         if self._journal is not None and key:
             self._journal.forget(key)
 
-    def _wait(self, job: Job, result: Future[str], timeout: float | None, what: str) -> str:
+    def _wait(self, kind: Kind, lane: Lane, args: dict[str, Any], timeout: float | None, what: str) -> str:
+        """Queue a write and wait for Slack's answer, as `post` says; never journaled: the caller has it."""
+        result: Future[str] = Future()
+        job = self._enqueue(kind, lane, args, result)
         wait = self._settings.post_timeout_seconds if timeout is None else timeout
         try:
             return result.result(timeout=wait)
@@ -537,12 +536,13 @@ class SlackOutbox:
                     head = queue[0]
                     if head.held:
                         continue
-                    ready = max(self._lane_paused_until.get(head.lane, 0.0), self._ready_at(head, now))
+                    paused = self._lane_paused_until.get(head.lane, 0.0)
+                    ready = max(paused, self._bucket_of(head).ready_at(now))
                     if best is None or (ready, head.seq) < best[:2]:
                         best = (ready, head.seq, head)
                 if best is not None and best[0] <= now:
                     job = best[2]
-                    self._take_budget(job, now)
+                    self._bucket_of(job).take(now)
                     job.in_flight = True
                     return job
                 self._cond.wait(None if best is None else best[0] - now)
@@ -578,20 +578,14 @@ class SlackOutbox:
             return str(self._client.chat_update(**job.args)["ts"])
         if job.kind == "ephemeral":
             return str(self._client.chat_postEphemeral(**job.args)["message_ts"])
-        if job.kind == "dm":
-            return self._send_dm(job)
         if job.kind == "upload":
             return self._send_upload(job)
         if job.kind == "publish":
             return str(self._client.views_publish(**job.args)["view"]["id"])
-        if job.verify and (ts := self._sent_before(job, str(job.args["channel"]), job.args.get("thread_ts"))):
-            return ts
-        return str(self._client.chat_postMessage(**job.args)["ts"])
-
-    def _send_dm(self, job: Job) -> str:
         args = dict(job.args)
-        args["channel"] = self._dm_channel(args.pop("user"), then=HISTORY if job.verify else POST_MESSAGE)
-        if job.verify and (ts := self._sent_before(job, args["channel"], None)):
+        if job.kind == "dm":
+            args["channel"] = self._dm_channel(args.pop("user"), then=HISTORY if job.verify else POST_MESSAGE)
+        if job.verify and (ts := self._sent_before(job, str(args["channel"]), args.get("thread_ts"))):
             return ts
         return str(self._client.chat_postMessage(**args)["ts"])
 
@@ -634,24 +628,17 @@ class SlackOutbox:
         """gpubot's journaled messages in a thread (conversations.replies) or a DM (conversations.history),
         newest pages first, with their metadata (`include_all_metadata`, off by default)."""
         found: dict[str, str] = {}
-        cursor = ""
+        page: dict[str, Any] = {"channel": channel, "include_all_metadata": True, "limit": READ_PAGE_SIZE}
         for _ in range(READ_PAGES):
-            common: dict[str, Any] = {
-                "channel": channel,
-                "include_all_metadata": True,
-                "limit": READ_PAGE_SIZE,
-            }
-            if cursor:
-                common["cursor"] = cursor
             if thread_ts:
-                answer = self._client.conversations_replies(ts=thread_ts, **common)
+                answer = self._client.conversations_replies(ts=thread_ts, **page)
             else:
-                answer = self._client.conversations_history(**common)
+                answer = self._client.conversations_history(**page)
             for message in answer.get("messages") or []:
                 if key := outbox_journal.key_of(message):
                     found[key] = str(message.get("ts", ""))
-            cursor = str((answer.get("response_metadata") or {}).get("next_cursor") or "")
-            if not cursor:
+            page["cursor"] = str((answer.get("response_metadata") or {}).get("next_cursor") or "")
+            if not page["cursor"]:
                 break
         return found
 
@@ -705,7 +692,7 @@ class SlackOutbox:
         if isinstance(err, errors.RateLimited):
             self._counts["rate_limited"] += 1
             retry_after = err.retry_after or self._settings.default_retry_after_seconds
-            self._bucket(*self._bucket_key(job)).pause(now + retry_after)
+            self._bucket_of(job).pause(now + retry_after)
             delay = retry_after
         else:
             delay = backoff.exponential(
@@ -724,24 +711,21 @@ class SlackOutbox:
         )
 
     # -- budgets --------------------------------------------------------------------------------
-    def _bucket_key(self, job: Job) -> BucketKey:
-        if job.kind == "update":
-            return ("chat.update", "")
-        if job.kind == "ephemeral":
-            return ("chat.postEphemeral", "")
-        if job.kind == "publish":
-            return (PUBLISH, "")
+    def _bucket_of(self, job: Job) -> Bucket:
+        """The budget the job's next call is paced by."""
+        if job.kind in METHOD_OF:
+            return self._bucket(METHOD_OF[job.kind], "")
         if job.kind in ("dm", "upload"):
             channel = self._dm_channels.get(str(job.args["user"]))
             if not channel:
-                return ("conversations.open", "")
+                return self._bucket("conversations.open", "")
             if job.verify and (job.batch, channel, "") not in self._found:
-                return (HISTORY, "")
-            return (POST_MESSAGE, channel) if job.kind == "dm" else (UPLOAD, "")
+                return self._bucket(HISTORY, "")
+            return self._bucket(POST_MESSAGE, channel) if job.kind == "dm" else self._bucket(UPLOAD, "")
         channel = str(job.args["channel"])
         if job.verify and (job.batch, channel, str(job.args.get("thread_ts") or "")) not in self._found:
-            return (REPLIES, "")
-        return (POST_MESSAGE, channel)
+            return self._bucket(REPLIES, "")
+        return self._bucket(POST_MESSAGE, channel)
 
     def _bucket(self, method: str, channel: str) -> Bucket:
         key = (method, channel)
@@ -755,12 +739,6 @@ class SlackOutbox:
                 per_second = capacity / 60.0
             bucket = self._buckets[key] = Bucket(capacity, per_second, capacity, self._clock())
         return bucket
-
-    def _ready_at(self, job: Job, now: float) -> float:
-        return self._bucket(*self._bucket_key(job)).ready_at(now)
-
-    def _take_budget(self, job: Job, now: float) -> None:
-        self._bucket(*self._bucket_key(job)).take(now)
 
 
 def _message(channel: str, text: str, blocks: list[Block] | None, thread_ts: str | None) -> dict[str, Any]:

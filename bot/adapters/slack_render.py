@@ -71,7 +71,7 @@ def render_reminder(reminder: notices.Reminder) -> Rendered:
     elif reminder.thread_note:
         blocks.append(context([escape(reminder.thread_note)], block_id="gpubot_where"))
     if reminder.buttons.any:
-        blocks.append(button_row(reminder.workload, reminder.workload.rpartition("/")[2], reminder.buttons))
+        blocks.append(button_row(reminder.workload, reminder.buttons))
     return Rendered(fallback(reminder.text), blocks)
 
 
@@ -119,7 +119,7 @@ def render_home(home: notices.Home) -> dict[str, Any]:
     for index, item in enumerate(home.workloads[:HOME_WORKLOADS_SHOWN]):
         blocks.append(section(escape(item.line), block_id=f"gpubot_workload_{index}"))
         if item.buttons.any:
-            row = button_row(item.workload, item.workload.rpartition("/")[2], item.buttons)
+            row = button_row(item.workload, item.buttons)
             blocks.append({**row, "block_id": f"gpubot_actions_{index}"})
     hidden = len(home.workloads) - HOME_WORKLOADS_SHOWN
     if not home.workloads and not home.problem:
@@ -194,11 +194,13 @@ def render_thread_status(status: notices.ThreadStatus) -> Rendered:
         f" · {escape(notices.format_gpus(status.gpus, status.profile))} · `{escape(status.image)}`"
     )
     blocks = [section(summary, block_id="gpubot_summary")]
+    alt_text = f"{status.workload}: {status.headline}"
     if status.timeline:
         blocks.append(context([escape(" · ".join(status.timeline))], block_id="gpubot_timeline"))
     if status.problem is not None:
         problem = f":warning: *{escape(status.problem.summary)}*\n{escape(status.problem.fix)}"
         blocks.append(section(problem, block_id="gpubot_problem"))
+        alt_text += f" — {status.problem.summary}"
     facts = [escape(fact) for fact in (status.ending, status.note) if fact]
     if status.lease_end is not None:
         facts.append(f"lease ends {date_token(status.lease_end)}")
@@ -207,8 +209,8 @@ def render_thread_status(status: notices.ThreadStatus) -> Rendered:
     if status.connect is not None:
         blocks.append(section(connect_text(status.connect), block_id="gpubot_connect"))
     if status.buttons.any:
-        blocks.append(actions(status))
-    return Rendered(fallback(thread_fallback(status)), blocks)
+        blocks.append(button_row(status.workload, status.buttons))
+    return Rendered(fallback(alt_text), blocks)
 
 
 def connect_text(connect: notices.Connect) -> str:
@@ -237,13 +239,6 @@ def render_episode(episode: notices.ChannelEpisode) -> Rendered:
     return Rendered(fallback(f"{episode.pool}: {episode.headline}"), blocks)
 
 
-def thread_fallback(status: notices.ThreadStatus) -> str:
-    parts = [f"{status.workload}: {status.headline}"]
-    if status.problem is not None:
-        parts.append(status.problem.summary)
-    return " — ".join(parts)
-
-
 def date_token(moment: datetime) -> str:
     """A time each reader sees in their own zone ("Today at 2:00 PM"), with UTC as the fallback for
     clients that cannot (docs.slack.dev, "Formatting text for app surfaces", "Date formatting")."""
@@ -251,11 +246,8 @@ def date_token(moment: datetime) -> str:
     return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
-def actions(status: notices.ThreadStatus) -> Block:
-    return button_row(status.workload, status.name, status.buttons)
-
-
-def button_row(workload: str, name: str, buttons: notices.Buttons) -> Block:
+def button_row(workload: str, buttons: notices.Buttons) -> Block:
+    """The buttons for the workload `namespace/name`, each carrying that key back as its value."""
     value = clip(workload, BUTTON_VALUE_MAX)
     elements: list[Block] = []
     if buttons.extend:
@@ -272,7 +264,7 @@ def button_row(workload: str, name: str, buttons: notices.Buttons) -> Block:
     if buttons.release:
         release = button("Release GPU", RELEASE_ACTION, value, style="danger")
         release["confirm"] = {
-            "title": plain(f"Release {clip(name, 80)}?"),
+            "title": plain(f"Release {clip(workload.rpartition('/')[2], 80)}?"),
             "text": plain("The pod is deleted and its GPU goes back to the pool."),
             "confirm": plain("Release"),
             "deny": plain("Keep it"),
