@@ -72,9 +72,14 @@ def runs(slack: BackgroundSlack, kept: store.RedisStore) -> Iterator[Runs]:
 
 
 def killed_with(slack: BackgroundSlack, outbox: slack_outbox.SlackOutbox, queued: int) -> None:
-    """Stop `outbox` at once once its `queued` writes have each been refused at least once."""
+    """Stop `outbox` at once once its `queued` writes have each been refused at least once.
+
+    A SIGKILL also ends the request in flight; here the worker thread lives on until that request returns,
+    so wait for it (Slack still refuses it) before the caller lets Slack answer again. Otherwise it could
+    land while the next run replays its entry: an ephemeral, which cannot be read back, would show twice."""
     slack.wait_until(lambda: outbox.counters().retried >= 1 and outbox.depth() == queued)
     outbox.stop(timeout=0)
+    outbox.stop(timeout=5)
 
 
 def wait_gone_silent(kept: store.RedisStore, replica: str) -> None:
