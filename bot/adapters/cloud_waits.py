@@ -13,17 +13,19 @@ from bot.core import errors, operations
 from bot.settings import CloudSettings
 
 
-def pause(
-    settings: CloudSettings,
-    pending: operations.Pending,
-    started: float,
-    attempt: int,
-    watch: operations.Watch | None,
-) -> None:
-    """Between two looks: give up past the timeout, else tell the watch and sleep."""
-    waited = time.monotonic() - started
-    if waited > settings.timeout_seconds:
-        raise errors.StillRunning(operations.timeout_text(pending, waited))
-    if watch is not None:
-        watch(pending)
-    time.sleep(operations.next_delay(attempt, settings.poll_seconds))
+class Waiting:
+    """One wait for a cloud change: when it began, and how many pauses it has taken so far."""
+
+    def __init__(self, settings: CloudSettings, watch: operations.Watch | None) -> None:
+        self.settings, self.watch = settings, watch
+        self.started, self.attempt = time.monotonic(), 0
+
+    def pause(self, pending: operations.Pending) -> None:
+        """Between two looks: give up past the timeout, else tell the watch and sleep."""
+        waited = time.monotonic() - self.started
+        if waited > self.settings.timeout_seconds:
+            raise errors.StillRunning(operations.timeout_text(pending, waited))
+        if self.watch is not None:
+            self.watch(pending)
+        time.sleep(operations.next_delay(self.attempt, self.settings.poll_seconds))
+        self.attempt += 1

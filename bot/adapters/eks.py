@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -235,7 +234,7 @@ class EksPools:
     def wait_update(self, name: str, update_id: str, watch: operations.Watch | None) -> None:
         """EKS applies a config update in the background; poll it, as there is no waiter for updates."""
         check = self.check(name, update_id)
-        started, attempt = time.monotonic(), 0
+        waiting = cloud_waits.Waiting(self.settings, watch)
         while True:
             with translated():
                 update = self.eks.describe_update(name=self.cluster, updateId=update_id, nodegroupName=name)[
@@ -243,9 +242,7 @@ class EksPools:
                 ]
             if update.get("status") != "InProgress":
                 break
-            pending = operations.Pending(operations.Change.RESIZE, "EKS", name, "InProgress", check)
-            cloud_waits.pause(self.settings, pending, started, attempt, watch)
-            attempt += 1
+            waiting.pause(operations.Pending(operations.Change.RESIZE, "EKS", name, "InProgress", check))
         if update.get("status") != "Successful":
             reasons = "; ".join(str(e.get("errorMessage", "")) for e in update.get("errors") or [])
             reason = f"the update ended {update.get('status')}" + (f": {reasons}" if reasons else "")
@@ -259,7 +256,7 @@ class EksPools:
         """boto3's waiter judges each look (ACTIVE or gone: done; CREATE_FAILED, DELETE_FAILED: failed)."""
         waiter = self.eks.get_waiter(waiter_name)
         check = self.check(name)
-        started, attempt = time.monotonic(), 0
+        waiting = cloud_waits.Waiting(self.settings, watch)
         while True:
             try:
                 waiter.wait(
@@ -271,10 +268,7 @@ class EksPools:
                 if err.kwargs.get("reason") != "Max attempts exceeded":
                     raise self.waiter_failure(change, name, err, found, check) from err
             status = str(found.get("status", "")) or "waiting"
-            cloud_waits.pause(
-                self.settings, operations.Pending(change, "EKS", name, status, check), started, attempt, watch
-            )
-            attempt += 1
+            waiting.pause(operations.Pending(change, "EKS", name, status, check))
 
     @staticmethod
     def waiter_failure(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -214,16 +213,13 @@ class GkePools:
         """Poll until DONE (the first look at once, as gcloud's); a failed Operation is `OperationFailed`."""
         name = f"projects/{self.project}/locations/{self.location}/operations/{operation.name}"
         check = operations.gke_check(project=self.project, location=self.location, operation=operation.name)
-        started = time.monotonic()
-        attempt = 0
+        waiting = cloud_waits.Waiting(self.settings, watch)
         while True:
             with translated():
                 operation = self.client.get_operation(name=name)
             if operation.status == container_v1.Operation.Status.DONE:
                 break
-            pending = operations.Pending(change, "GKE", pool, operation.status.name, check)
-            cloud_waits.pause(self.settings, pending, started, attempt, watch)
-            attempt += 1
+            waiting.pause(operations.Pending(change, "GKE", pool, operation.status.name, check))
         # gcloud reads only statusMessage, the Python client error: a failure may fill either.
         message = operation.error.message or operation.status_message
         if message:

@@ -28,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 from bot.adapters import kube_retry
 from bot.core import (
     autoscaler_status,
+    backoff,
     doctor_facts,
     errors,
     labels,
@@ -84,14 +85,6 @@ def error_body(err: ApiException) -> Obj:
     return body if isinstance(body, dict) else {}
 
 
-def _retry_after(err: ApiException) -> float:
-    headers = err.headers or {}
-    try:
-        return max(float(headers.get("Retry-After", 1)), 0.0)
-    except (TypeError, ValueError):
-        return 1.0
-
-
 def convert(err: ApiException) -> errors.GpubotError:
     """Map an API failure onto the taxonomy by status code (kopf's `check_response`, for this client)."""
     status = int(err.status or 0)
@@ -103,7 +96,7 @@ def convert(err: ApiException) -> errors.GpubotError:
     if status == 410:
         return errors.Gone(message)
     if status == 429:
-        return errors.RateLimited(message, retry_after=_retry_after(err))
+        return errors.RateLimited(message, retry_after=backoff.retry_after(err.headers))
     if status >= 500 or status == 0:
         return errors.Unavailable(message)
     if status == 403:

@@ -38,7 +38,7 @@ from typing import Any
 from kubernetes import client
 
 from bot.adapters import kube
-from bot.core import errors, leadership
+from bot.core import errors, fields, leadership
 from bot.settings import LeaderSettings
 
 logger = logging.getLogger(__name__)
@@ -59,26 +59,16 @@ def _nothing() -> None:
 # -- the Lease on the wire -------------------------------------------------------------------------------
 
 
-def parse_time(value: Any) -> datetime | None:
-    """A MicroTime (`2026-01-01T00:00:00.000000Z`) or Time as the server wrote it; None when absent or odd."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def read_record(lease: Mapping[str, Any]) -> leadership.LeaseRecord:
-    """The election fields of a Lease as the API server sent it; missing fields read as a free lease."""
+    """The election fields of a Lease as the API server sent it; missing fields read as a free lease. Its
+    times are MicroTimes (`2026-01-01T00:00:00.000000Z`), which the API server stores only with an offset."""
     spec = lease.get("spec") or {}
     duration, transitions = spec.get("leaseDurationSeconds"), spec.get("leaseTransitions")
     return leadership.LeaseRecord(
         holder=str(spec.get("holderIdentity") or ""),
         duration_seconds=duration if isinstance(duration, int) else 0,
-        acquired_at=parse_time(spec.get("acquireTime")),
-        renewed_at=parse_time(spec.get("renewTime")),
+        acquired_at=fields.as_time(spec.get("acquireTime")),
+        renewed_at=fields.as_time(spec.get("renewTime")),
         transitions=transitions if isinstance(transitions, int) else 0,
     )
 

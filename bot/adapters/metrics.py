@@ -18,7 +18,7 @@ from typing import Any
 import urllib3
 
 from bot import settings
-from bot.core import errors
+from bot.core import backoff, errors
 from bot.core.idleness import Utilisation
 
 logger = logging.getLogger(__name__)
@@ -84,7 +84,9 @@ class PrometheusMetrics:
         body = _json(response.data)
         reason = body.get("error", "") if isinstance(body, dict) else ""
         if response.status == 429:
-            raise errors.RateLimited(reason or "rate limited", retry_after=_retry_after(response.headers))
+            raise errors.RateLimited(
+                reason or "rate limited", retry_after=backoff.retry_after(response.headers)
+            )
         if response.status >= 500:
             raise errors.Unavailable(f"Prometheus at {self._url} answered {response.status}: {reason}")
         if response.status >= 300:
@@ -115,13 +117,6 @@ def _json(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return None
-
-
-def _retry_after(headers: Mapping[str, str]) -> float:
-    try:
-        return max(float(headers.get("Retry-After", "1")), 0.0)
-    except ValueError:
-        return 1.0
 
 
 def _samples_by_pod_and_gpu(data: Any, *, wanted: set[str]) -> dict[str, dict[str, Samples]]:

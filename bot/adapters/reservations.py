@@ -123,51 +123,40 @@ class RedisReservations:
     def amend(self, key: str, value: str) -> bool:
         if self.local.amend(key, value):
             return True
-        try:
+        with store.unless_down("reservation %s not amended", key):
             return bool(self._amend(keys=[self._held_key], args=[key, value]))
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); reservation %s not amended", err, key)
-            return False
+        return False
 
     def held(self) -> dict[str, ports.Ticketed]:
         ours = {k: (0, value) for k, (_, value) in self.local.held().items()}
-        try:
+        with store.unless_down("only this replica's reservations read"):
             raw = self._redis.hgetall(self._held_key)
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); only this replica's reservations read", err)
-            return ours
-        return {**ours, **{store.text(k): split(v) for k, v in raw.items()}}
+            return {**ours, **{store.text(k): split(v) for k, v in raw.items()}}
+        return ours
 
     def cancel(self, key: str, by: str) -> bool:
         if self.local.cancel(key, by):
             return True
-        try:
+        with store.unless_down("run %s not cancelled", key):
             keys = [self._held_key, self._cancelled_key]
             return bool(self._cancel(keys=keys, args=[key, by, KEEP_SECONDS]))
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); run %s not cancelled", err, key)
-            return False
+        return False
 
     def cancelled_by(self, key: str) -> str:
         local = self.local.cancelled_by(key)
         if local:
             return local
-        try:
+        with store.unless_down("cancel mark of %s not read", key):
             found = self._redis.hget(self._cancelled_key, key)
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); cancel mark of %s not read", err, key)
-            return ""
-        return store.text(found) if found else ""
+            return store.text(found) if found else ""
+        return ""
 
     def release(self, key: str) -> None:
         self.local.release(key)
-        try:
-            with self._redis.pipeline() as pipe:
-                pipe.hdel(self._held_key, key)
-                pipe.hdel(self._cancelled_key, key)
-                pipe.execute()
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); reservation %s left to expire", err, key)
+        with store.unless_down("reservation %s left to expire", key), self._redis.pipeline() as pipe:
+            pipe.hdel(self._held_key, key)
+            pipe.hdel(self._cancelled_key, key)
+            pipe.execute()
 
 
 def open_reservations(

@@ -25,6 +25,16 @@ MEMORY_URL = "memory://"
 SERVER_START_SECONDS = 10.0
 
 
+@contextlib.contextmanager
+def unless_down(consequence: str, *args: object) -> Iterator[None]:
+    """Run a Redis call, or log that Redis did not answer and what that costs (`consequence`, %-style with
+    `args`) and carry on: every caller has an answer that does without Redis."""
+    try:
+        yield
+    except redis.RedisError as err:
+        logger.warning("redis unavailable (%s); %s", err, consequence % args)
+
+
 class RedisStore:
     def __init__(self, client: redis.Redis, *, prefix: str = "gpubot:") -> None:
         self._prefix = prefix
@@ -32,85 +42,60 @@ class RedisStore:
         """The connection, shared with the quota's reservations (`reservations.RedisReservations`)."""
 
     def claim(self, key: str, ttl_seconds: int) -> bool:
-        try:
+        with unless_down("handling %s without a duplicate check", key):
             return bool(self.client.set(self._prefix + key, "1", nx=True, ex=max(1, ttl_seconds)))
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); handling %s without a duplicate check", err, key)
-            return True
+        return True
 
     def add_sample(self, series: str, value: float, *, keep: int) -> None:
         name = self._prefix + series
-        try:
-            with self.client.pipeline() as pipe:
-                pipe.lpush(name, repr(value))
-                pipe.ltrim(name, 0, keep - 1)
-                pipe.execute()
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); sample for %s not kept", err, series)
+        with unless_down("sample for %s not kept", series), self.client.pipeline() as pipe:
+            pipe.lpush(name, repr(value))
+            pipe.ltrim(name, 0, keep - 1)
+            pipe.execute()
 
     def samples(self, series: str) -> list[float]:
-        try:
-            raw = self.client.lrange(self._prefix + series, 0, -1)
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); no history for %s", err, series)
-            return []
-        return [float(value) for value in raw]
+        with unless_down("no history for %s", series):
+            return [float(value) for value in self.client.lrange(self._prefix + series, 0, -1)]
+        return []
 
     def remember(self, key: str, value: str, ttl_seconds: int) -> None:
-        try:
+        with unless_down("%s not kept", key):
             self.client.set(self._prefix + key, value, ex=max(1, ttl_seconds))
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); %s not kept", err, key)
 
     def recall(self, key: str) -> str | None:
-        try:
+        with unless_down("%s not read", key):
             raw = self.client.get(self._prefix + key)
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); %s not read", err, key)
-            return None
-        return None if raw is None else text(raw)
+            return None if raw is None else text(raw)
+        return None
 
     def add_amounts(self, table: str, amounts: Mapping[str, float], ttl_seconds: int) -> None:
         """One transaction: every field added (HINCRBYFLOAT), then the table's expiry set."""
         name = self._prefix + table
-        try:
-            with self.client.pipeline() as pipe:
-                for key, amount in amounts.items():
-                    pipe.hincrbyfloat(name, key, amount)
-                pipe.expire(name, max(1, ttl_seconds))
-                pipe.execute()
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); %s not added to", err, table)
+        with unless_down("%s not added to", table), self.client.pipeline() as pipe:
+            for key, amount in amounts.items():
+                pipe.hincrbyfloat(name, key, amount)
+            pipe.expire(name, max(1, ttl_seconds))
+            pipe.execute()
 
     def amounts(self, table: str) -> dict[str, float] | None:
-        try:
-            raw = self.client.hgetall(self._prefix + table)
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); %s not read", err, table)
-            return None
-        return {text(k): float(v) for k, v in raw.items()}
+        with unless_down("%s not read", table):
+            return {text(k): float(v) for k, v in self.client.hgetall(self._prefix + table).items()}
+        return None
 
     def put(self, table: str, key: str, value: str) -> bool:
-        try:
+        with unless_down("%s %s not kept", table, key):
             self.client.hset(self._prefix + table, key, value)
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); %s %s not kept", err, table, key)
-            return False
-        return True
+            return True
+        return False
 
     def drop(self, table: str, key: str) -> None:
-        try:
+        with unless_down("%s %s not dropped", table, key):
             self.client.hdel(self._prefix + table, key)
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); %s %s not dropped", err, table, key)
 
     def entries(self, table: str) -> dict[str, str]:
-        try:
-            raw = self.client.hgetall(self._prefix + table)
-        except redis.RedisError as err:
-            logger.warning("redis unavailable (%s); %s not read", err, table)
-            return {}
-        return {text(k): text(v) for k, v in raw.items()}
+        with unless_down("%s not read", table):
+            return {text(k): text(v) for k, v in self.client.hgetall(self._prefix + table).items()}
+        return {}
 
     def close(self) -> None:
         self.client.close()

@@ -59,7 +59,7 @@ def not_triggered(message: str) -> Problem:
             "wait for a GPU to free up (`/gpu status` shows who holds them), or ask an admin to "
             "raise the project's GPU quota",
         )
-    if "GCE out of resources" in message or "out of resources" in message:
+    if "out of resources" in message:
         return Problem(
             "stockout",
             "the cloud has no GPUs of this type in the zone right now",

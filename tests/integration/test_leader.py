@@ -18,6 +18,7 @@ import pytest
 from kubernetes import client
 
 from bot.adapters import kube, leader
+from bot.core import fields
 from bot.settings import LeaderSettings
 from sim.cluster import world
 
@@ -142,7 +143,7 @@ def test_after_a_crash_the_lease_must_expire_first(
     wait_for(lambda: b.elector.leader == "a")
     assert a.elector.stop(release=False)  # as a crash would: the lease still names a
     assert stored_lease(api_client)["spec"]["holderIdentity"] == "a"
-    renewed = leader.parse_time(stored_lease(api_client)["spec"]["renewTime"])
+    renewed = fields.as_time(stored_lease(api_client)["spec"]["renewTime"])
     assert renewed is not None
 
     sim.advance(14)
@@ -154,7 +155,7 @@ def test_after_a_crash_the_lease_must_expire_first(
     assert b.started.wait(WAIT)
     spec = stored_lease(api_client)["spec"]
     assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("b", 1)
-    assert leader.parse_time(spec["acquireTime"]) == renewed + timedelta(seconds=15)
+    assert fields.as_time(spec["acquireTime"]) == renewed + timedelta(seconds=15)
 
 
 def test_a_conflict_on_renew_loses_leadership(
