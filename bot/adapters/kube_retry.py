@@ -57,7 +57,7 @@ def delay(initial: float, maximum: float, failures: int, err: Exception) -> floa
     honoured. The informers' pauses between watches use it too."""
     wait = backoff.exponential(initial, maximum, failures)
     if isinstance(err, errors.RateLimited):
-        return max(wait, err.retry_after)
+        return max(wait, err.retry_after or 0.0)  # without one (the API server always sends it), the back-off
     return wait
 
 

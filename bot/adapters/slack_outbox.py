@@ -160,7 +160,10 @@ def convert(err: Exception) -> errors.GpubotError:
     status = int(getattr(err.response, "status_code", 0) or 0)
     code = _error_code(err)
     if status == 429 or code == "ratelimited":
-        return errors.RateLimited(f"Slack: {code or 'ratelimited'}", retry_after=_retry_after(err))
+        return errors.RateLimited(
+            f"Slack: {code or 'ratelimited'}",
+            retry_after=backoff.retry_after(getattr(err.response, "headers", None)),
+        )
     if status >= 500 or code in SERVER_ERRORS:
         return errors.ChatUnavailable(f"Slack: {code or f'HTTP {status}'}")
     if code in UNREACHABLE_ERRORS:
@@ -173,17 +176,6 @@ def convert(err: Exception) -> errors.GpubotError:
 def _error_code(err: SlackApiError) -> str:
     data = getattr(err.response, "data", None)
     return str(data.get("error", "")) if isinstance(data, dict) else ""
-
-
-def _retry_after(err: SlackApiError) -> float:
-    headers = getattr(err.response, "headers", None) or {}
-    raw = headers.get("Retry-After") or headers.get("retry-after")
-    if isinstance(raw, list):
-        raw = raw[0] if raw else None
-    try:
-        return max(float(raw), 0.0) if raw is not None else 1.0
-    except (TypeError, ValueError):
-        return 1.0
 
 
 TRANSPORT_ERRORS: tuple[type[Exception], ...] = (

@@ -14,9 +14,14 @@ def exponential(initial: float, maximum: float, failures: int) -> float:
     return min(initial * float(2**doublings), maximum)
 
 
-def retry_after(headers: Mapping[str, Any] | None) -> float:
-    """Seconds a 429's Retry-After header asks for; 1 when it is missing or no number."""
+def retry_after(headers: Mapping[str, Any] | None) -> float | None:
+    """Seconds a 429's Retry-After header asks for (RFC 9110 10.2.3, the delay-seconds form Slack and the
+    API server send); None when it is missing or no number, so the caller's own default applies. Header
+    names are matched in any case, and a list value (as some clients give) by its first item."""
+    raw = next((v for k, v in (headers or {}).items() if str(k).lower() == "retry-after"), None)
+    if isinstance(raw, list):
+        raw = raw[0] if raw else None
     try:
-        return max(float((headers or {}).get("Retry-After", 1)), 0.0)
+        return max(float(raw), 0.0) if raw is not None else None
     except (TypeError, ValueError):
-        return 1.0
+        return None

@@ -25,9 +25,9 @@ class Gone(GpubotError):
 
 
 class RateLimited(GpubotError):
-    """The remote asked us to slow down; retry after `retry_after` seconds."""
+    """The remote asked us to slow down; retry after `retry_after` seconds (None: it did not say when)."""
 
-    def __init__(self, message: str = "rate limited", *, retry_after: float = 1.0) -> None:
+    def __init__(self, message: str = "rate limited", *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
 
