@@ -245,7 +245,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             print(f"gpubot pool: interrupted; {hint}", file=err)
         return INTERRUPTED
     except (errors.StillRunning, errors.OperationFailed) as failure:
-        print(f"gpubot pool: {failure.text}", file=err)
+        print(f"gpubot pool: {failure}", file=err)
         return FAILED
     except (Refusal, SettingsError) as refusal:
         print(f"gpubot pool: {refusal}", file=err)

@@ -68,16 +68,8 @@ class Forbidden(Invalid):
 
 
 class StillRunning(Unavailable):
-    """A cloud change outlasted the wait; it carries on at the cloud. `text` says so, and how to check it."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
+    """A cloud change outlasted the wait; it goes on at the cloud. Its text says so, and how to check it."""
 
 
 class OperationFailed(GpubotError):
-    """The cloud accepted a change, then gave up on it; `text` gives its reason in plain words."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
+    """The cloud accepted a change, then gave up on it; its text gives the reason in plain words."""

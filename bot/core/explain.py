@@ -116,7 +116,7 @@ def image_pull(message: str) -> Problem:
     )
 
 
-def crash_loop(message: str) -> Problem:
+def crash_loop() -> Problem:
     return Problem(
         "crash-loop",
         "the container keeps crashing and Kubernetes is restarting it",

@@ -209,7 +209,7 @@ def _on_event(progress: Progress, seen: EventSeen) -> tuple[Progress, list[Miles
     if seen.reason == "Failed" and "pull" in seen.message.lower() and "Error:" not in seen.message:
         return _problem(progress, seen.at, explain.image_pull(seen.message))
     if seen.reason == "BackOff" and "restarting failed container" in seen.message:
-        return _problem(progress, seen.at, explain.crash_loop(seen.message))
+        return _problem(progress, seen.at, explain.crash_loop())
     return progress, []
 
 
