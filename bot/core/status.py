@@ -327,6 +327,8 @@ def workload_line(
     since = workload.created_at or workload.requested_at
     age = notices.format_elapsed(now - since) if since else "?"
     where = f"on {workload.node}" if workload.node else "no node yet"
+    if workload.held_by_kueue:
+        where = f"waiting for quota in Kueue queue {workload.queue}"
     phase = "Terminating" if workload.deletion_requested else workload.phase
     lease = (
         f"lease {notices.format_elapsed(workload.lease_end - now)} left" if workload.lease_end else "no lease"
@@ -370,6 +372,7 @@ def status_report(
     pools: list[PoolCapacity],
     *,
     pending_gpus: int,
+    queued_gpus: int = 0,
     everyone: bool,
     now: datetime,
     spent_today: float | None = None,
@@ -387,6 +390,8 @@ def status_report(
     lines.append("*GPU pools*")
     lines += [pool_line(view) for view in pools] or ["no GPU pool found"]
     lines.append(f"GPUs pending (waiting for a node): {pending_gpus}")
+    if queued_gpus:
+        lines.append(f"GPUs waiting for Kueue quota (not for a node): {queued_gpus}")
     warm = list(warm_lines)
     if warm:
         lines += ["*Warm schedules* (nodes kept up at set hours, used or not)", *warm]

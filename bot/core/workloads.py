@@ -56,6 +56,8 @@ class Workload:
     queue: str = ""
     """The Kueue LocalQueue it was submitted to (its `kueue.x-k8s.io/queue-name` label); empty when Kueue
     does not manage it."""
+    held_by_kueue: bool = False
+    """Kueue's scheduling gate is still on: it waits for its queue's quota, not for a node."""
 
     @property
     def key(self) -> str:
@@ -154,6 +156,7 @@ def from_pod(pod: Body) -> Workload | None:
         start=start_of(status),
         ports=container_ports(containers[0]) if containers else (),
         queue=as_text(pod_labels.get(labels.KUEUE_QUEUE_LABEL)),
+        held_by_kueue=_gated(pod),
     )
 
 
@@ -262,12 +265,13 @@ def observe_pod(pod: Body, *, deleted: bool = False, at: datetime | None = None)
 def _admitted_to(pod: Body) -> str:
     """The Kueue queue that admitted this pod: it carries the queue label and Kueue lifted its gate (a
     webhook gates such a pod as it is created, so it is never seen ungated before admission)."""
-    spec, queue = (
-        as_map(pod.get("spec")),
-        as_text(as_map(as_map(pod.get("metadata")).get("labels")).get(labels.KUEUE_QUEUE_LABEL)),
-    )
-    gates = {as_text(gate.get("name")) for gate in as_maps(spec.get("schedulingGates"))}
-    return queue if queue and labels.KUEUE_GATE not in gates else ""
+    queue = as_text(as_map(as_map(pod.get("metadata")).get("labels")).get(labels.KUEUE_QUEUE_LABEL))
+    return queue if queue and not _gated(pod) else ""
+
+
+def _gated(pod: Body) -> bool:
+    gates = as_maps(as_map(pod.get("spec")).get("schedulingGates"))
+    return any(gate.get("name") == labels.KUEUE_GATE for gate in gates)
 
 
 def event_time(event: Body) -> datetime | None:

@@ -402,14 +402,15 @@ class Launcher:
         pools = status.pool_views(
             self._cluster.list_nodes(), everything, sizes, profiles=self._settings.profiles.values()
         )
-        pending = sum(w.gpus for w in everything if status.holds_gpu(w) and not w.node)
+        waiting = [w for w in everything if status.holds_gpu(w) and not w.node]
         now = self._clock()
         today = self._store.amounts(usage.day_table(now.date())) if self._store else {}
         spent = None if today is None else sum(s.dollars for s in usage.read_day(today) if s.user == user)
         report = status.status_report(
             shown,
             pools,
-            pending_gpus=pending,
+            pending_gpus=sum(w.gpus for w in waiting if not w.held_by_kueue),
+            queued_gpus=sum(w.gpus for w in waiting if w.held_by_kueue),
             everyone=request.everyone,
             now=now,
             spent_today=spent if self._store else None,

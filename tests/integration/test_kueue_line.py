@@ -98,6 +98,12 @@ def test_kueues_quota_makes_the_line_and_admission_moves_it(
     ada = lambda: root_of(sim, slack, "U_ADMIN")["text"]  # noqa: E731
     line = f"(Kueue queue {QUEUE})"
     advance_until(sim, slack, lambda: f"Waiting for a GPU: #1 in line {line}, about 1h" in ada())
+    slack.type_command("U_ADMIN", "C_GPU", "/gpu", "status")
+    shown = lambda: [e["text"] for e in slack.ephemerals("U_ADMIN") if "*Your workloads*" in e["text"]]  # noqa: E731
+    (report,) = slack.wait_until(shown, timeout=WAIT)
+    assert f"waiting for quota in Kueue queue {QUEUE}" in report, report  # not "no node yet"
+    assert "GPUs pending (waiting for a node): 0" in report, report
+    assert "GPUs waiting for Kueue quota (not for a node): 1" in report, report
     quota = lambda: [r for r in replies(slack, root_of(sim, slack, "U_ADMIN")) if "quota in use" in r]  # noqa: E731
     (warned,) = slack.wait_until(quota, timeout=WAIT)
     assert "pool" not in warned, warned  # Kueue's quota, not the pool's maximum
