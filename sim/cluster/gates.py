@@ -1,6 +1,6 @@
 """Pod scheduling gates (`spec.schedulingGates`) as the API server and the scheduler treat them.
 
-Upstream, read at kubernetes/kubernetes v1.32: pkg/apis/core/validation/validation.go
+Upstream, checked at kubernetes/kubernetes v1.32.1: pkg/apis/core/validation/validation.go
 (validateSchedulingGates, validateOnlyDeletedSchedulingGates, validateNodeSelectorMutation, the gated-pod
 branch of ValidatePodUpdate and the nodeName rule of ValidatePodCreate), and
 pkg/registry/core/pod/strategy.go (applySchedulingGatedCondition, which sets the PodScheduled condition at
@@ -55,18 +55,19 @@ def create_causes(spec: Mapping[str, Any]) -> list[Cause]:
 def update_causes(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[Cause]:
     """validateOnlyDeletedSchedulingGates and, while the old pod is gated, validateNodeSelectorMutation."""
     old = set(names(old_spec))
+    # Upstream keeps the new names in a map, name to its last index: one error per name, at that index.
+    added = {name: i for i, name in enumerate(names(spec)) if name not in old}
     causes = [
         forbidden(
             f"spec.schedulingGates[{i}].name",
             f"only deletion is allowed, but found new scheduling gate '{name}'",
         )
-        for i, name in enumerate(names(spec))
-        if name not in old
+        for name, i in sorted(added.items(), key=lambda item: item[1])
     ]
     if old:
         selector, old_selector = _map(spec.get("nodeSelector")), _map(old_spec.get("nodeSelector"))
         if any(selector.get(k) != v for k, v in old_selector.items()):
-            shown = json.dumps(dict(selector), separators=(",", ":"), sort_keys=True)
+            shown = _go_string_map(spec.get("nodeSelector"))
             causes.append(
                 Cause(
                     "FieldValueInvalid",
@@ -102,3 +103,12 @@ def gated_condition(now: str) -> dict[str, Any]:
 
 def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def _go_string_map(value: Any) -> str:
+    """A map[string]string as field.Invalid prints it at v1.32 (apimachinery v0.32 formats with Go's %#v,
+    keys sorted; v0.34 moved to JSON): `map[string]string{"a":"z", "c":"d"}`, or `(nil)` when absent."""
+    if not isinstance(value, Mapping):
+        return "map[string]string(nil)"
+    pairs = ", ".join(f"{json.dumps(str(k))}:{json.dumps(str(v))}" for k, v in sorted(value.items()))
+    return f"map[string]string{{{pairs}}}"

@@ -133,6 +133,11 @@ def test_gates_are_refused_as_the_api_server_refuses_them(
         'Pod "gated" is invalid: spec.schedulingGates[1].name: Forbidden: '
         "only deletion is allowed, but found new scheduling gate 'x'"
     )
+    repeated = [{"op": "replace", "path": "/spec/schedulingGates", "value": [{"name": "x"}, {"name": "x"}]}]
+    with pytest.raises(client.ApiException) as new_twice:  # one error per new name, at its last index
+        core.patch_namespaced_pod("gated", NS, repeated)
+    causes = json.loads(new_twice.value.body)["details"]["causes"]
+    assert [c["field"] for c in causes if "only deletion" in c["message"]] == ["spec.schedulingGates[1].name"]
     with pytest.raises(client.ApiException) as twice:
         core.create_namespaced_pod(NS, gpu_pod("twice", queue=None, gates=["example.com/a", "example.com/a"]))
     assert (
@@ -156,9 +161,12 @@ def test_a_gated_pod_may_gain_node_selector_entries_but_not_change_them(
     with pytest.raises(client.ApiException) as changed:
         core.patch_namespaced_pod("gated", NS, {"spec": {"nodeSelector": {"a": "z"}}})
     assert (
-        'spec.nodeSelector: Invalid value: {"a":"z"}: only additions to spec.nodeSelector are allowed '
-        "(no mutations or deletions)"
+        'spec.nodeSelector: Invalid value: map[string]string{"a":"z"}: '
+        "only additions to spec.nodeSelector are allowed (no mutations or deletions)"
     ) in json.loads(changed.value.body)["message"]
+    with pytest.raises(client.ApiException) as removed:
+        core.patch_namespaced_pod("gated", NS, [{"op": "remove", "path": "/spec/nodeSelector"}])
+    assert "spec.nodeSelector: Invalid value: map[string]string(nil): only additions" in removed.value.body
 
 
 # -- Kueue -------------------------------------------------------------------------------------------------
