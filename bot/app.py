@@ -85,12 +85,7 @@ def connect_cluster(settings: settings_module.Settings) -> kube.KubeCluster:
     """The cluster the settings name; credentials that cannot be loaded are a setting to fix."""
     found = settings.cluster
     try:
-        return kube.connect(
-            kubeconfig=found.kubeconfig,
-            context=found.context,
-            namespace=found.namespace,
-            in_cluster=found.in_cluster,
-        )
+        return kube.connect(found)
     except (ConfigException, OSError) as err:
         where = (
             "the pod's service account"

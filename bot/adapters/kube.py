@@ -36,6 +36,7 @@ from bot.core import (
     ports,
     workloads,
 )
+from bot.settings import ClusterSettings
 
 logger = logging.getLogger(__name__)
 
@@ -821,12 +822,12 @@ class KubeCluster:
         self.informers = []
 
 
-def connect(
-    *, kubeconfig: str = "", context: str = "", namespace: str, in_cluster: bool = False
-) -> KubeCluster:
+def connect(found: ClusterSettings) -> KubeCluster:
     """The cluster settings point at: the in-cluster service account, or a kubeconfig (empty: default)."""
-    if in_cluster:
+    if found.in_cluster:
         configuration = kube_retry.without_transport_retries()
         config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        return KubeCluster(client.ApiClient(configuration), namespace=namespace)
-    return KubeCluster.from_kubeconfig(kubeconfig or None, namespace=namespace, context=context or None)
+        return KubeCluster(client.ApiClient(configuration), namespace=found.namespace)
+    return KubeCluster.from_kubeconfig(
+        found.kubeconfig or None, namespace=found.namespace, context=found.context or None
+    )

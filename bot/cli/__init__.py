@@ -11,9 +11,6 @@ from typing import Any
 
 from bot.cli import doctor, pool, serve, simulator
 
-RAW = argparse.RawDescriptionHelpFormatter
-"""Descriptions and examples keep their lines; option help is still wrapped to the terminal."""
-
 DESCRIPTION = """\
 gpubot hands out GPUs from a Kubernetes node pool that scales from zero, through
 Slack: people type `/gpu run IMAGE -- COMMAND`, the pool grows a node, their thread
@@ -52,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gpubot",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=RAW,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     simulator.add_parser(sub)
@@ -69,7 +66,7 @@ def add_demo_parser(sub: Any) -> None:
         help="watch the bot, a GPU cluster and Slack play a story; nothing to set up",
         description=DEMO_DESCRIPTION,
         epilog=DEMO_EPILOG,
-        formatter_class=RAW,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     mode = demo.add_mutually_exclusive_group()
     mode.add_argument(

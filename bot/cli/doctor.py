@@ -159,14 +159,8 @@ def run_checks(args: argparse.Namespace) -> list[Check]:
     found = settings_module.ToolSettings.from_env()
     request = build_request(args, found)
     cloud = connect_cloud(args, found.cloud)
-    settings = found.cluster
     try:
-        cluster = kube.connect(
-            kubeconfig=settings.kubeconfig,
-            context=settings.context,
-            namespace=settings.namespace,
-            in_cluster=settings.in_cluster,
-        )
+        cluster = kube.connect(found.cluster)
     except (ConfigException, OSError) as err:
         raise Refusal(f"cannot load the cluster's credentials: {err}") from err
     kept = store.open_store(found.redis.url, prefix=found.redis.key_prefix)

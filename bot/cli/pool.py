@@ -357,9 +357,7 @@ def count_nodes(kubeconfig: str, tools: ToolSettings, pool: str) -> int | str:
     from bot.adapters import kube  # only `show` on GKE with a kubeconfig needs the cluster
 
     try:
-        cluster = kube.connect(
-            kubeconfig=kubeconfig, context=tools.cluster.context, namespace=tools.cluster.namespace
-        )
+        cluster = kube.connect(dataclasses.replace(tools.cluster, kubeconfig=kubeconfig, in_cluster=False))
         return sum(1 for node in cluster.list_nodes() if node.pool == pool)
     except (errors.GpubotError, OSError, ValueError) as failure:  # kubeconfig unreadable or cluster down
         return f"unknown ({failure})"
