@@ -129,7 +129,7 @@ def build(
         reaper=settings.reaper_policy(),
         security=settings.cluster.pod_security,
     )
-    ledger = reservations.Ledger(quota_reservations.open_reservations(kept, prefix=settings.redis.key_prefix))
+    ledger = reservations.Ledger(quota_reservations.open_reservations(kept))
     lease_service = leases.Leases(cluster, chat, launch, clock=clock, ledger=ledger)
     # The finder tells the tracker what it read, and the tracker asks the finder to look: the lambda
     # reaches the tracker made on the next line.

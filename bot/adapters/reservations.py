@@ -159,10 +159,9 @@ class RedisReservations:
             pipe.execute()
 
 
-def open_reservations(
-    kept: store.RedisStore | store.MemoryStore, *, prefix: str
-) -> RedisReservations | MemoryReservations:
-    """On the store's Redis when it has one, else in this process (`REDIS_URL=memory://`, one replica)."""
+def open_reservations(kept: store.RedisStore | store.MemoryStore) -> RedisReservations | MemoryReservations:
+    """On the store's Redis, under its key prefix, when it has one, else in this process
+    (`REDIS_URL=memory://`, one replica)."""
     if isinstance(kept, store.RedisStore):
-        return RedisReservations(kept.client, prefix=prefix)
+        return RedisReservations(kept.client, prefix=kept.prefix)
     return MemoryReservations()

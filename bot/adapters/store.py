@@ -37,17 +37,17 @@ def unless_down(consequence: str, *args: object) -> Iterator[None]:
 
 class RedisStore:
     def __init__(self, client: redis.Redis, *, prefix: str = "gpubot:") -> None:
-        self._prefix = prefix
+        self.prefix = prefix
         self.client = client
         """The connection, shared with the quota's reservations (`reservations.RedisReservations`)."""
 
     def claim(self, key: str, ttl_seconds: int) -> bool:
         with unless_down("handling %s without a duplicate check", key):
-            return bool(self.client.set(self._prefix + key, "1", nx=True, ex=max(1, ttl_seconds)))
+            return bool(self.client.set(self.prefix + key, "1", nx=True, ex=max(1, ttl_seconds)))
         return True
 
     def add_sample(self, series: str, value: float, *, keep: int) -> None:
-        name = self._prefix + series
+        name = self.prefix + series
         with unless_down("sample for %s not kept", series), self.client.pipeline() as pipe:
             pipe.lpush(name, repr(value))
             pipe.ltrim(name, 0, keep - 1)
@@ -55,22 +55,22 @@ class RedisStore:
 
     def samples(self, series: str) -> list[float]:
         with unless_down("no history for %s", series):
-            return [float(value) for value in self.client.lrange(self._prefix + series, 0, -1)]
+            return [float(value) for value in self.client.lrange(self.prefix + series, 0, -1)]
         return []
 
     def remember(self, key: str, value: str, ttl_seconds: int) -> None:
         with unless_down("%s not kept", key):
-            self.client.set(self._prefix + key, value, ex=max(1, ttl_seconds))
+            self.client.set(self.prefix + key, value, ex=max(1, ttl_seconds))
 
     def recall(self, key: str) -> str | None:
         with unless_down("%s not read", key):
-            raw = self.client.get(self._prefix + key)
+            raw = self.client.get(self.prefix + key)
             return None if raw is None else text(raw)
         return None
 
     def add_amounts(self, table: str, amounts: Mapping[str, float], ttl_seconds: int) -> None:
         """One transaction: every field added (HINCRBYFLOAT), then the table's expiry set."""
-        name = self._prefix + table
+        name = self.prefix + table
         with unless_down("%s not added to", table), self.client.pipeline() as pipe:
             for key, amount in amounts.items():
                 pipe.hincrbyfloat(name, key, amount)
@@ -79,22 +79,22 @@ class RedisStore:
 
     def amounts(self, table: str) -> dict[str, float] | None:
         with unless_down("%s not read", table):
-            return {text(k): float(v) for k, v in self.client.hgetall(self._prefix + table).items()}
+            return {text(k): float(v) for k, v in self.client.hgetall(self.prefix + table).items()}
         return None
 
     def put(self, table: str, key: str, value: str) -> bool:
         with unless_down("%s %s not kept", table, key):
-            self.client.hset(self._prefix + table, key, value)
+            self.client.hset(self.prefix + table, key, value)
             return True
         return False
 
     def drop(self, table: str, key: str) -> None:
         with unless_down("%s %s not dropped", table, key):
-            self.client.hdel(self._prefix + table, key)
+            self.client.hdel(self.prefix + table, key)
 
     def entries(self, table: str) -> dict[str, str]:
         with unless_down("%s not read", table):
-            return {text(k): text(v) for k, v in self.client.hgetall(self._prefix + table).items()}
+            return {text(k): text(v) for k, v in self.client.hgetall(self.prefix + table).items()}
         return {}
 
     def close(self) -> None:

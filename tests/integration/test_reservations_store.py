@@ -15,7 +15,7 @@ def held(
     request: pytest.FixtureRequest, redis_url: str
 ) -> Iterator[reservations.RedisReservations | reservations.MemoryReservations]:
     kept = store.open_store(redis_url if request.param == "redis" else store.MEMORY_URL, prefix="t:")
-    yield reservations.open_reservations(kept, prefix="t:")
+    yield reservations.open_reservations(kept)
     kept.close()
 
 
@@ -44,9 +44,7 @@ def test_a_cancel_mark_holds_only_while_the_run_is_reserved(
 
 def test_forty_reservations_at_once_on_two_connections_each_see_every_one_ahead(redis_url: str) -> None:
     """Two replicas' clients, forty threads: distinct tickets, and each answer holds every lower ticket."""
-    replicas = [
-        reservations.open_reservations(store.open_store(redis_url, prefix="g:"), prefix="g:") for _ in "ab"
-    ]
+    replicas = [reservations.open_reservations(store.open_store(redis_url, prefix="g:")) for _ in "ab"]
     answers: dict[str, tuple[int, dict[str, tuple[int, str]]]] = {}
     start = threading.Barrier(40)
 
@@ -66,7 +64,7 @@ def test_forty_reservations_at_once_on_two_connections_each_see_every_one_ahead(
 
 
 def test_an_unreachable_redis_keeps_reservations_in_this_replica(caplog: pytest.LogCaptureFixture) -> None:
-    down = reservations.open_reservations(store.open_store("redis://127.0.0.1:1/0", prefix="g:"), prefix="g:")
+    down = reservations.open_reservations(store.open_store("redis://127.0.0.1:1/0", prefix="g:"))
     assert isinstance(down, reservations.RedisReservations)
     first, seen = down.reserve("T1", "one")
     second, seen = down.reserve("T2", "two")
