@@ -112,9 +112,8 @@ class ScaleNotifier:
         """Leadership gained: speak from now on, bringing each open episode's message up to date."""
         with self._lock:
             self._live = True
-            for pool in self._state.pools.values():
-                if pool.episode is not None and not pool.episode.closed:
-                    self._publish(pool.episode)
+            for episode in self._state.open_episodes():
+                self._publish(episode)
 
     def pause(self) -> None:
         with self._lock:
@@ -139,19 +138,20 @@ class ScaleNotifier:
             self._observe(episodes.PoolEvent(seen, subject, owner))
 
     def on_node(self, change: str, node: Mapping[str, Any]) -> None:
-        pool = cluster_nodes.pool_of(node)
-        if not pool:
+        facts = cluster_nodes.read(node)
+        if not facts.pool:
             return
-        name = str((node.get("metadata") or {}).get("name", ""))
         with self._lock:
-            self._learn_price(pool, node)
+            if self._prices.get(facts.pool) is None:
+                self._prices[facts.pool] = episodes.pool_price(facts.labels, self._profiles)
             if change == ports.DELETED:
-                self._nodes.pop(name, None)
-                self._observe(episodes.NodeRemoved(at=self._clock(), name=name, pool=pool))
+                self._nodes.pop(facts.name, None)
+                self._observe(episodes.NodeRemoved(at=self._clock(), name=facts.name, pool=facts.pool))
                 return
-            self._nodes[name] = cluster_nodes.read(node)
-            for seen in self._node_observations(node, known=name in self._state.pool(pool).present):
-                self._observe(seen)
+            self._nodes[facts.name] = facts
+            seen = workloads.observe_node(node, at=cluster_nodes.last_seen(node) or self._clock())
+            for observed in _joining(seen, known=facts.name in self._state.pool(facts.pool).present):
+                self._observe(observed)
 
     # -- the drain check ---------------------------------------------------------------------------
     def tick(self) -> None:
@@ -258,17 +258,6 @@ class ScaleNotifier:
                 self._publish(episode)
 
     # -- internals -------------------------------------------------------------------------------
-    def _node_observations(self, node: Mapping[str, Any], *, known: bool) -> list[lifecycle.NodeSeen]:
-        """The node as seen; a node first seen already Ready is also seen joining at its creation."""
-        try:
-            seen = workloads.observe_node(node)
-        except ValueError:
-            seen = workloads.observe_node(node, at=self._clock())
-        created = podspec.parse_time(str((node.get("metadata") or {}).get("creationTimestamp", "")))
-        if known or not seen.ready or created is None or created >= seen.at:
-            return [seen]
-        return [lifecycle.NodeSeen(at=created, name=seen.name, ready=False, gpus=0, pool=seen.pool), seen]
-
     def _owner(self, subject: workloads.EventSubject) -> str:
         if self._find_workload is None:
             return ""
@@ -280,12 +269,6 @@ class ScaleNotifier:
         if workload is None:
             return ""
         return workload.requester_name or workload.owner_id
-
-    def _learn_price(self, pool: str, node: Mapping[str, Any]) -> None:
-        if self._prices.get(pool) is not None:
-            return
-        node_labels = (node.get("metadata") or {}).get("labels") or {}
-        self._prices[pool] = episodes.pool_price(node_labels, self._profiles)
 
     def _observe(self, seen: episodes.Observation) -> None:
         before = self._state
@@ -344,6 +327,14 @@ class ScaleNotifier:
         if found is None and episode.resumed:
             found = self._store.recall(self._open_key(episode.pool)) or None
         return found
+
+
+def _joining(seen: lifecycle.NodeSeen, *, known: bool) -> list[lifecycle.NodeSeen]:
+    """The node as seen; a node first seen already Ready is also seen joining at its creation."""
+    created = seen.created
+    if known or not seen.ready or created is None or created >= seen.at:
+        return [seen]
+    return [lifecycle.NodeSeen(at=created, name=seen.name, ready=False, gpus=0, pool=seen.pool), seen]
 
 
 def occupies(held: Iterable[workloads.Workload], nodes: Collection[str]) -> bool:
