@@ -29,6 +29,10 @@ class Step(enum.IntEnum):
     RUNNING = 9
 
 
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+"""The pod phases of a run that is over: its containers will not run again."""
+
+
 class Outcome(enum.Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
@@ -113,6 +117,11 @@ class Progress:
     @property
     def step(self) -> Step | None:
         return max((s for s, _ in self.reached), default=None)
+
+    @property
+    def held_since(self) -> datetime | None:
+        """When it began to hold its GPUs: scheduled onto its node (running, if that went unseen)."""
+        return self.at(Step.SCHEDULED) or self.at(Step.RUNNING)
 
 
 SCALE_UP_INFO = re.compile(r"\{(?P<group>\S+) (?P<old>\d+)->(?P<new>\d+) \(max: (?P<max>\d+)\)\}")
@@ -265,7 +274,7 @@ def _on_pod(progress: Progress, seen: PodSeen) -> tuple[Progress, list[Milestone
     if seen.terminated_reason == "OOMKilled":
         progress, step = _problem(progress, seen.at, explain.oom_killed())
         out += step
-    if seen.phase in ("Succeeded", "Failed"):
+    if seen.phase in FINISHED_PHASES:
         outcome = Outcome.SUCCEEDED if seen.phase == "Succeeded" else Outcome.FAILED
         started = progress.at(Step.RUNNING)
         ran = notices.format_elapsed(seen.at - started) if started else ""

@@ -34,7 +34,6 @@ TIMELINE_LABELS: Mapping[Step, str] = {
 allocatable, pulling) happen within seconds of one of these, or show as the headline while they last."""
 IDLE_WINDOW = reaping.ReaperPolicy().idle_window
 """The reaper's default idle window, for lines shown where its settings are not at hand (App Home)."""
-FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 VERDICT_WAIT = timedelta(seconds=30)
 """How long a thread holds back the scheduler's "no node fits" for the autoscaler's verdict (a scale-up,
 or why not), which comes within its scan interval (10 s by default: kubernetes/autoscaler,
@@ -257,7 +256,7 @@ class PoolCapacity:
 
 
 def holds_gpu(workload: workloads.Workload) -> bool:
-    return workload.phase not in FINISHED_PHASES
+    return workload.phase not in lifecycle.FINISHED_PHASES
 
 
 def pool_price(members: Iterable[lifecycle.NodeSeen], profiles: Iterable[models.GpuProfile]) -> float | None:

@@ -134,21 +134,8 @@ class Tracker:
         """Runs on a node now and not over, as the pods say, each with its price: what spend counts live
         until the run ends and its cost is settled into the store."""
         with self._lock:
-            threads = list(self._threads.values())
-            seen_nodes = dict(self._nodes)
-        held = []
-        for thread in threads:
-            progress, workload = thread.progress, thread.workload
-            since = progress.at(lifecycle.Step.SCHEDULED) or progress.at(lifecycle.Step.RUNNING)
-            if progress.outcome is not None or since is None or not status.holds_gpus(thread):
-                continue
-            known = seen_nodes.get(progress.node or workload.node)
-            node_gpus = known.gpus if known is not None else workload.gpus
-            price = self._prices.get(workload.profile)
-            held.append(
-                usage.Held(workload.owner_id, workload.channel, workload.gpus, node_gpus, since, price)
-            )
-        return held
+            holding = [t for t in self._threads.values() if status.holds_gpus(t)]
+            return [self._held(t, since) for t in holding if (since := t.progress.held_since) is not None]
 
     def names(self) -> dict[str, str]:
         """Slack user name (lower case) → id, of the owners of the pods seen."""
@@ -365,25 +352,36 @@ class Tracker:
                 self._telemetry.observe_time_to_running((milestone.at - progress.created).total_seconds())
 
     # -- cost ----------------------------------------------------------------------------------------
+    def _held(self, thread: status.Thread, since: datetime) -> usage.Held:
+        """Its GPUs from `since`, priced as its profile's share of its node (the node's GPUs as last seen)."""
+        workload = thread.workload
+        known = self._nodes.get(thread.progress.node or workload.node)
+        node_gpus = known.gpus if known is not None else workload.gpus
+        price = self._prices.get(workload.profile)
+        return usage.Held(workload.owner_id, workload.channel, workload.gpus, node_gpus, since, price)
+
     def _settle_cost(self, thread: status.Thread, ended: datetime) -> str:
         """A run is over: what it held and cost ("" if unknown), added to its owner's spend by day and
         channel by the live (leading) replica only, so two replicas never add it twice."""
-        workload = thread.workload
-        known = self._nodes.get(thread.progress.node or workload.node)
+        since = thread.progress.held_since
+        if since is None:
+            return ""
+        held = self._held(thread, since)
         cost = costs.run_cost(
             thread.progress,
             ended=ended,
-            gpus=workload.gpus,
-            node_gpus=known.gpus if known is not None else workload.gpus,
-            price_per_node_hour=self._prices.get(workload.profile),
+            gpus=held.gpus,
+            node_gpus=held.node_gpus,
+            price_per_node_hour=held.price_per_node_hour,
         )
         if cost is None:
             return ""
-        if self._live and self._store is not None and cost.start is not None:
+        workload = thread.workload
+        if self._live and self._store is not None:
             spent = usage.finished_amounts(
-                workload.owner_id,
-                workload.channel,
-                start=cost.start,
+                held.user,
+                held.channel,
+                start=since,
                 end=ended,
                 gpu_hours=cost.gpu_hours,
                 dollars=cost.dollars,
@@ -399,7 +397,7 @@ class Tracker:
         workload = thread.workload
         if (
             not self._live
-            or workload.phase not in status.FINISHED_PHASES
+            or workload.phase not in lifecycle.FINISHED_PHASES
             or podspec.delete_recorded(workload.audit)
             or workload.marks.telling_since is not None
             or not (workload.channel and workload.thread_ts)
