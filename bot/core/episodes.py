@@ -9,7 +9,7 @@ are the cluster's own (event and condition timestamps), so a message tells when 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -309,13 +309,17 @@ def _on_event(state: Scales, seen: PoolEvent) -> Scales:
     if reason == "Scheduled" and seen.subject.kind == "Pod":
         return _on_scheduled(state, seen)
     if reason == "NotTriggerScaleUp" and IN_BACKOFF in message:
-        return _close_if_empty(_warn_pod(state, seen, "backoff", _backoff_text), seen)
+        backoff = "; the autoscaler backs off (up to 30m) before it retries"
+        episode = _episode_of_pod(state, seen.subject)
+        return _close_if_empty(_warn_failed(state, episode, seen, "backoff", backoff), seen)
     if reason == "FailedScaleUp":
-        return _warn_pod(state, seen, "failed", _failed_text)
+        detail = match["detail"] if (match := GKE_FAILED.search(message)) else message
+        return _warn_failed(state, _episode_of_pod(state, seen.subject), seen, "failed", f": {detail}")
     if reason == "ScaleUpTimedOut" and (match := TIMED_OUT.search(message)):
         return _on_timed_out(state, seen, lifecycle.pool_name(match["group"]), match["took"])
     if reason == "FailedToScaleUpGroup" and (match := GROUP_FAILED.search(message)):
-        return _on_group_failed(state, seen, lifecycle.pool_name(match["group"]), match["detail"])
+        episode = _open(state, lifecycle.pool_name(match["group"]))
+        return _warn_failed(state, episode, seen, "failed", f": {match['detail']}")
     if reason == "ScaleDown" and seen.subject.kind == "Node" and message == NODES_REMOVED:
         return _on_scale_down(state, seen.subject.name, seen.seen.at)
     return state
@@ -376,22 +380,13 @@ def _episode_of_pod(state: Scales, subject: workloads.EventSubject) -> Episode |
     return opened[0] if len(opened) == 1 else None
 
 
-def _backoff_text(episode: Episode, seen: PoolEvent) -> str:
-    return f"scale-up of {episode.pool} failed; the autoscaler backs off (up to 30m) before it retries"
-
-
-def _failed_text(episode: Episode, seen: PoolEvent) -> str:
-    match = GKE_FAILED.search(seen.seen.message)
-    detail = match["detail"] if match else seen.seen.message
-    return f"scale-up of {episode.pool} failed: {detail}"
-
-
-def _warn_pod(state: Scales, seen: PoolEvent, kind: str, text: Callable[[Episode, PoolEvent], str]) -> Scales:
-    episode = _episode_of_pod(state, seen.subject)
+def _warn_failed(state: Scales, episode: Episode | None, seen: PoolEvent, kind: str, words: str) -> Scales:
+    """Warn that the episode's current scale-up attempt failed (`words` say how, after "failed"); nothing
+    when the event belongs to no open episode."""
     if episode is None:
         return state
-    warning = ScaleWarning(seen.seen.at, kind, str(episode.attempt), text(episode, seen))
-    return _with_episode(state, _warn(episode, warning))
+    text = f"scale-up of {episode.pool} failed{words}"
+    return _with_episode(state, _warn(episode, ScaleWarning(seen.seen.at, kind, str(episode.attempt), text)))
 
 
 def _warn_max_size(state: Scales, seen: PoolEvent) -> Scales:
@@ -438,16 +433,6 @@ def _on_timed_out(state: Scales, seen: PoolEvent, pool: str, took: str) -> Scale
     if not state.pool(pool).present:
         episode = replace(episode, closed_at=seen.seen.at)
     return _with_episode(state, replace(episode, attempt=episode.attempt + 1))
-
-
-def _on_group_failed(state: Scales, seen: PoolEvent, pool: str, detail: str) -> Scales:
-    episode = _open(state, pool)
-    if episode is None:
-        return state
-    text = f"scale-up of {pool} failed: {detail}"
-    return _with_episode(
-        state, _warn(episode, ScaleWarning(seen.seen.at, "failed", str(episode.attempt), text))
-    )
 
 
 def _on_scale_down(state: Scales, node: str, at: datetime) -> Scales:

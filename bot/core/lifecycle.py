@@ -196,17 +196,11 @@ def _on_event(progress: Progress, seen: EventSeen) -> tuple[Progress, list[Miles
         match = SCALE_UP_INFO.search(seen.message)
         if not match:
             return progress, []
-        pool = pool_name(match["group"])
-        progress = replace(
-            progress, pool=pool, scale_up=f"{match['old']}→{match['new']} (max {match['max']})"
-        )
+        scale_up = f"{match['old']}→{match['new']} (max {match['max']})"
+        progress = replace(progress, pool=pool_name(match["group"]), scale_up=scale_up)
         progress, out = _reach(progress, Step.WAITING, seen.at, "waiting for a GPU node")
-        progress, more = _reach(
-            progress,
-            Step.SCALE_UP,
-            seen.at,
-            f"scale-up triggered: {pool} {match['old']}→{match['new']} (max {match['max']})",
-        )
+        text = f"scale-up triggered: {progress.pool} {scale_up}"
+        progress, more = _reach(progress, Step.SCALE_UP, seen.at, text)
         return progress, out + more
     if seen.reason in ("NotTriggerScaleUp", "FailedScaleUp"):
         return _problem(progress, seen.at, explain.not_triggered(seen.message))
