@@ -145,10 +145,9 @@ def render_home(home: notices.Home) -> dict[str, Any]:
 def render_text(text: str, output: tuple[str, ...] = ()) -> Rendered:
     """A plain reply or ephemeral: escaped, split into sections that each fit; then the pod's output, if
     any, as one code block of the last lines that fit in a section."""
-    if not output:
-        return Rendered(fallback(text), sections(text)[:MAX_BLOCKS])
-    blocks = sections(text)[: MAX_BLOCKS - 1]
-    blocks.append(section(code_block(output), block_id="gpubot_output"))
+    blocks = sections(text)[: MAX_BLOCKS - 1 if output else MAX_BLOCKS]
+    if output:
+        blocks.append(section(code_block(output), block_id="gpubot_output"))
     return Rendered(fallback(text), blocks)
 
 

@@ -46,16 +46,14 @@ class Thread:
 
     workload: workloads.Workload
     progress: lifecycle.Progress
-    texts: tuple[tuple[Step, str], ...] = ()
+    waiting_text: str = ""
+    """Why it waits, as the scheduler first said it (its WAITING milestone): the headline while it waits."""
     problem: explain.Problem | None = None
     outcome_text: str = ""
     ending: str = ""
     """Once it is over: what it held and cost."""
     url: str = ""
     """What to open once its ports are forwarded (a notebook's URL with its token), once read."""
-
-    def text(self, step: Step) -> str:
-        return next((t for s, t in self.texts if s == step), "")
 
 
 # -- the thread's status message ------------------------------------------------------------------
@@ -155,7 +153,7 @@ def headline(thread: Thread, place: str = "") -> str:
     if step == Step.ADMITTED:
         return "Admitted by Kueue: waiting for the scheduler"
     if step == Step.WAITING:
-        return sentence(thread.text(step) or "waiting for a GPU node")
+        return sentence(thread.waiting_text or "waiting for a GPU node")
     if thread.workload.queue:
         return f"Waiting for Kueue to admit it (queue {thread.workload.queue})"
     return "Requested: waiting for the scheduler"

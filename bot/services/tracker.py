@@ -331,8 +331,7 @@ class Tracker:
         self._threads[key] = thread
         for milestone in milestones:
             logger.info("workload %s: %s", key, milestone.text)
-        if key not in self._learned and provisioning.measured(thread.progress) is not None:
-            self._learn_duration(key, thread.progress)
+        self._learn_duration(key, thread.progress)
         self._measure(thread.progress, milestones)
         ended = next((m for m in milestones if m.outcome is not None), None)
         if ended is not None:
@@ -418,7 +417,7 @@ class Tracker:
     def _learn_duration(self, key: str, progress: lifecycle.Progress) -> None:
         """Only the live (leading) replica records, once per workload, so each scale-up counts once."""
         took = provisioning.measured(progress)
-        if not self._live or self._store is None or took is None:
+        if key in self._learned or not self._live or self._store is None or took is None:
             return
         self._learned.add(key)
         name = provisioning.series(progress.pool)
@@ -441,8 +440,8 @@ class Tracker:
         if not self._live or not workload.thread_ts or not workload.channel:
             return
         note = provisioning.eta_note(thread.progress, self._usual(thread.progress.pool))
-        if place is None:
-            place = self._place(key, thread)
+        if place is None:  # its place in line with an ETA, while its pool is full or Kueue holds it
+            place = self._line(thread.workload.profile).get(key, "") if status.in_line(thread) else ""
         shown = status.thread_status(thread, note=note, place=place)
         if shown.connect is not None and shown.connect.forward and not thread.url and self._find_url:
             self._find_url(workload)
@@ -462,12 +461,6 @@ class Tracker:
                 more = f"Its last lines are below; `/gpu logs {workload.name}` shows more."
                 reply = replace(reply, text=f"{full_stop(reply.text)} {more}", output=output)
             self._chat.reply(workload.channel, workload.thread_ts, reply)
-
-    def _place(self, key: str, thread: status.Thread) -> str:
-        """Its place in line with an ETA, while its pool is full or Kueue holds it; "" otherwise."""
-        if not status.in_line(thread):
-            return ""
-        return self._line(thread.workload.profile).get(key, "")
 
     def _line(self, profile: str) -> dict[str, str]:
         """The line for this profile's GPUs, worked out once for everyone in it: Kueue's for a profile
@@ -532,15 +525,15 @@ def _says_less(new: explain.Problem, shown: explain.Problem | None) -> bool:
 
 
 def _remember(thread: status.Thread, milestones: list[lifecycle.Milestone]) -> status.Thread:
-    """Keep each milestone's words: step texts for the checklist, the latest problem, the outcome.
+    """Keep the milestones' words the status shows: why it waits, the latest problem, the outcome.
 
     A problem describes the step the workload is stuck at, so a new step (not a late one) clears it.
     """
     for milestone in milestones:
-        if milestone.step is not None:
-            thread = replace(thread, texts=(*thread.texts, (milestone.step, milestone.text)))
-            if not milestone.late:
-                thread = replace(thread, problem=None)
+        if milestone.step is lifecycle.Step.WAITING:
+            thread = replace(thread, waiting_text=milestone.text)
+        if milestone.step is not None and not milestone.late:
+            thread = replace(thread, problem=None)
         if milestone.problem is not None and not _says_less(milestone.problem, thread.problem):
             thread = replace(thread, problem=milestone.problem)
         if milestone.outcome is not None:
