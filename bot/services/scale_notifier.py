@@ -224,8 +224,9 @@ class ScaleNotifier:
         return drain.describe(pool, reasons, nodes=len(nodes), idle=idle)
 
     # -- the wait kept in the store, so a restart goes on with it --------------------------------------
-    def _wait_key(self, pool: str) -> str:
-        return f"drain-since:{self._channel}:{pool}"
+    def _key(self, kind: str, name: str) -> str:
+        """A store key of this channel: `drain-since`, `episode-open` by pool, `episode-message` by key."""
+        return f"{kind}:{self._channel}:{name}"
 
     def _recall_wait(self, episode: episodes.Episode) -> datetime | None:
         """When the pool's wait began, as the leader before this one (or this one before a restart) kept
@@ -233,7 +234,7 @@ class ScaleNotifier:
         An episode a restart opened began at the restart, so its wait may be older."""
         if self._store is None:
             return None
-        kept = self._store.recall(self._wait_key(episode.pool))
+        kept = self._store.recall(self._key("drain-since", episode.pool))
         since = podspec.parse_time(kept) if kept else None
         if since is None or (since < episode.started_at and not episode.resumed):
             return None
@@ -243,14 +244,14 @@ class ScaleNotifier:
         """Once per wait: its start, for whoever leads next. Caller holds the lock."""
         if self._store is None or key in self._waits_kept:
             return
-        self._store.remember(self._wait_key(pool), podspec.format_time(since), WAIT_MEMORY_SECONDS)
+        self._store.remember(self._key("drain-since", pool), podspec.format_time(since), WAIT_MEMORY_SECONDS)
         self._waits_kept[key] = pool
 
     def _forget_wait(self, key: str) -> None:
         """The wait is over (gpubot is back on the pool, or the episode ended). Caller holds the lock."""
         pool = self._waits_kept.pop(key, None)
         if self._store is not None and pool is not None:
-            self._store.remember(self._wait_key(pool), "", 1)
+            self._store.remember(self._key("drain-since", pool), "", 1)
 
     def _republish(self, key: str) -> None:
         for episode in self._state.open_episodes():
@@ -305,27 +306,21 @@ class ScaleNotifier:
         self._posted[episode.pool] = Posted(episode.key, ts, notice)
         self._keep_ts(episode, ts)
 
-    def _message_key(self, episode: episodes.Episode) -> str:
-        return f"episode-message:{self._channel}:{episode.key}"
-
-    def _open_key(self, pool: str) -> str:
-        return f"episode-open:{self._channel}:{pool}"
-
     def _keep_ts(self, episode: episodes.Episode, ts: str) -> None:
         if self._store is None:
             return
-        kept = MESSAGE_MEMORY_SECONDS
-        self._store.remember(self._message_key(episode), ts, kept)
-        self._store.remember(self._open_key(episode.pool), "" if episode.closed else ts, kept)
+        self._store.remember(self._key("episode-message", episode.key), ts, MESSAGE_MEMORY_SECONDS)
+        open_ts = "" if episode.closed else ts
+        self._store.remember(self._key("episode-open", episode.pool), open_ts, MESSAGE_MEMORY_SECONDS)
 
     def _recall(self, episode: episodes.Episode) -> str | None:
         """The message another replica (or this one before a restart) posted for this episode; for an
         episode resumed by a restart, the message of the pool's episode still open when it happened."""
         if self._store is None:
             return None
-        found = self._store.recall(self._message_key(episode))
+        found = self._store.recall(self._key("episode-message", episode.key))
         if found is None and episode.resumed:
-            found = self._store.recall(self._open_key(episode.pool)) or None
+            found = self._store.recall(self._key("episode-open", episode.pool)) or None
         return found
 
 
