@@ -74,14 +74,14 @@ class Tracker:
         self,
         chat_port: ports.Chat,
         *,
-        clock: Callable[[], datetime] = wall_clock,
-        store: ports.Store | None = None,
-        prices: Mapping[str, float] | None = None,
-        telemetry: ports.Telemetry = ports.NO_TELEMETRY,
-        read_log: ReadLog | None = None,
-        policy: reaping.ReaperPolicy | None = None,
-        find_url: Callable[[workloads.Workload], None] | None = None,
-        kueue_line: KueueLine | None = None,
+        clock: Callable[[], datetime],
+        store: ports.Store,
+        prices: Mapping[str, float],
+        telemetry: ports.Telemetry,
+        read_log: ReadLog,
+        policy: reaping.ReaperPolicy,
+        find_url: Callable[[workloads.Workload], None],
+        kueue_line: KueueLine | None,
     ) -> None:
         """`store` keeps each pool's past scale-up durations, for the ETA and the slow-node warning;
         `read_log` gives a failed run's last lines for the reply that says it failed; `find_url` starts
@@ -93,12 +93,12 @@ class Tracker:
         self._telemetry = telemetry
         self._read_log = read_log
         self._find_url = find_url
-        self._policy = policy or reaping.ReaperPolicy()
+        self._policy = policy
         """The reaper's timings: when a holder's GPUs come back, for the line's ETA."""
         self._chat = chat_port
         self._clock = clock
         self._store = store
-        self._prices = dict(prices or {})
+        self._prices = dict(prices)
         """Profile name → price per node-hour, for what a finished run cost."""
         self._history: dict[str, provisioning.Usual | None] = {}
         self._learned: set[str] = set()
@@ -376,7 +376,7 @@ class Tracker:
         if cost is None:
             return ""
         workload = thread.workload
-        if self._live and self._store is not None:
+        if self._live:
             spent = usage.finished_amounts(
                 held.user,
                 held.channel,
@@ -408,7 +408,7 @@ class Tracker:
 
     # -- history -------------------------------------------------------------------------------------
     def _usual(self, pool: str) -> provisioning.Usual | None:
-        if not pool or self._store is None:
+        if not pool:
             return None
         if pool not in self._history:
             self._history[pool] = provisioning.usual(self._store.samples(provisioning.series(pool)))
@@ -417,7 +417,7 @@ class Tracker:
     def _learn_duration(self, key: str, progress: lifecycle.Progress) -> None:
         """Only the live (leading) replica records, once per workload, so each scale-up counts once."""
         took = provisioning.measured(progress)
-        if key in self._learned or not self._live or self._store is None or took is None:
+        if key in self._learned or not self._live or took is None:
             return
         self._learned.add(key)
         name = provisioning.series(progress.pool)
@@ -443,7 +443,7 @@ class Tracker:
         if place is None:  # its place in line with an ETA, while its pool is full or Kueue holds it
             place = self._line(thread.workload.profile).get(key, "") if status.in_line(thread) else ""
         shown = status.thread_status(thread, note=note, place=place)
-        if shown.connect is not None and shown.connect.forward and not thread.url and self._find_url:
+        if shown.connect is not None and shown.connect.forward and not thread.url:
             self._find_url(workload)
         before = self._shown.get(key)
         held = status.awaiting_verdict(thread, self._now())
@@ -497,8 +497,6 @@ class Tracker:
 
     def _last_lines(self, workload: workloads.Workload) -> tuple[str, ...]:
         """A failed run's evidence; none when its output cannot be read (the reply still says it failed)."""
-        if self._read_log is None:
-            return ()
         try:
             output = self._read_log(workload.namespace, workload.name, tail_lines=FAILURE_LINES)
         except errors.GpubotError as err:
