@@ -93,12 +93,12 @@ def usage_blocks(report: notices.UsageReport) -> list[Block]:
     return blocks
 
 
-def line_chunks(lines: list[str], limit: int = SECTION_TEXT_MAX) -> list[str]:
-    """Whole lines packed into as few texts of at most `limit` characters as they fit in."""
+def line_chunks(lines: list[str]) -> list[str]:
+    """Whole lines packed into as few section texts as they fit in."""
     chunks: list[str] = []
     for line in lines:
-        line = clip(line, limit)
-        if chunks and len(chunks[-1]) + 1 + len(line) <= limit:
+        line = clip(line, SECTION_TEXT_MAX)
+        if chunks and len(chunks[-1]) + 1 + len(line) <= SECTION_TEXT_MAX:
             chunks[-1] += "\n" + line
         else:
             chunks.append(line)
@@ -145,41 +145,37 @@ def render_home(home: notices.Home) -> dict[str, Any]:
 def render_text(text: str, output: tuple[str, ...] = ()) -> Rendered:
     """A plain reply or ephemeral: escaped, split into sections that each fit; then the pod's output, if
     any, as one code block of the last lines that fit in a section."""
-    if not output:
-        return Rendered(fallback(text), sections(text)[:MAX_BLOCKS])
-    blocks = sections(text)[: MAX_BLOCKS - 1]
-    blocks.append(section(code_block(output), block_id="gpubot_output"))
+    blocks = sections(text)[: MAX_BLOCKS - 1 if output else MAX_BLOCKS]
+    if output:
+        blocks.append(section(code_block(output), block_id="gpubot_output"))
     return Rendered(fallback(text), blocks)
 
 
 CODE_FENCE = "```"
+CODE_ROOM = SECTION_TEXT_MAX - 2 * len(CODE_FENCE) - 2
+"""What a section holds of output lines between the fences and their line ends."""
 
 
-def code_block(lines: tuple[str, ...], limit: int = SECTION_TEXT_MAX) -> str:
-    """The last lines that fit in `limit` characters between fences, escaped; a fence inside the output is
-    broken with a zero-width space so it cannot end the block early. A lone line too long keeps its end."""
-    room = _code_room(limit)
+def code_block(lines: tuple[str, ...]) -> str:
+    """The last lines that fit in a section between fences, escaped; a fence inside the output is broken
+    with a zero-width space so it cannot end the block early. A lone line too long keeps its end."""
     kept: list[str] = []
     used = 0
     for line in reversed(lines):
         shown = _code_line(line)
-        if used + len(shown) + 1 > room:
+        if used + len(shown) + 1 > CODE_ROOM:
             if not kept:
-                kept.append("…" + shown[-(room - 1) :])
+                kept.append("…" + shown[-(CODE_ROOM - 1) :])
             break
         kept.append(shown)
         used += len(shown) + 1
     return CODE_FENCE + "\n" + "\n".join(reversed(kept)) + "\n" + CODE_FENCE
 
 
-def code_block_fits(lines: Sequence[str], limit: int = SECTION_TEXT_MAX) -> bool:
+def code_block_fits(lines: Sequence[str]) -> bool:
     """Whether `code_block` shows every one of these lines, whole: what `/gpu logs` asks before deciding
     that the answer needs a file."""
-    return sum(len(_code_line(line)) + 1 for line in lines) <= _code_room(limit)
-
-
-def _code_room(limit: int) -> int:
-    return limit - 2 * len(CODE_FENCE) - 2
+    return sum(len(_code_line(line)) + 1 for line in lines) <= CODE_ROOM
 
 
 def _code_line(line: str) -> str:
@@ -277,10 +273,8 @@ def button_row(workload: str, buttons: notices.Buttons) -> Block:
 
 
 def section(mrkdwn: str, *, block_id: str = "") -> Block:
-    block: Block = {"type": "section", "text": {"type": "mrkdwn", "text": clip(mrkdwn, SECTION_TEXT_MAX)}}
-    if block_id:
-        block["block_id"] = block_id
-    return block
+    text = {"type": "mrkdwn", "text": clip(mrkdwn, SECTION_TEXT_MAX)}
+    return {"type": "section", "text": text} | ({"block_id": block_id} if block_id else {})
 
 
 def sections(text: str) -> list[Block]:
@@ -315,10 +309,7 @@ def divider() -> Block:
 
 def context(texts: list[str], *, block_id: str = "") -> Block:
     elements = [{"type": "mrkdwn", "text": clip(t, SECTION_TEXT_MAX)} for t in texts[:10]]
-    block: Block = {"type": "context", "elements": elements}
-    if block_id:
-        block["block_id"] = block_id
-    return block
+    return {"type": "context", "elements": elements} | ({"block_id": block_id} if block_id else {})
 
 
 def button(label: str, action_id: str, value: str, *, style: str = "") -> Block:

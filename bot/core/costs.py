@@ -30,7 +30,7 @@ def run_cost(
 
     A node with several GPUs is shared, so a run pays its GPUs' share of the node-hour price.
     """
-    start = progress.at(lifecycle.Step.SCHEDULED) or progress.at(lifecycle.Step.RUNNING)
+    start = progress.held_since
     if start is None or gpus <= 0 or ended <= start:
         return None
     held = (ended - start).total_seconds()

@@ -13,9 +13,9 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
-from bot.core import autoscaler_status, cluster_nodes, labels, notices, workloads
+from bot.core import autoscaler_status, cluster_nodes, labels, lifecycle, notices, workloads
+from bot.core.fields import Body, as_map, as_maps, as_text, as_texts
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
@@ -25,7 +25,6 @@ DRAIN_EXPECTED = timedelta(minutes=15)
 """The autoscaler's --scale-down-unneeded-time (10 min by default) plus a margin of 5 minutes."""
 MAX_NAMED = 3
 """Pods or nodes named per reason; more are counted, so a message stays readable."""
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 class Cause(enum.Enum):
@@ -66,21 +65,16 @@ class Reason:
 # -- reading the API's objects -----------------------------------------------------------------------
 
 
-def _strings(value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
-
-
-def read_pod(pod: Mapping[str, Any]) -> PodFacts:
-    metadata, status = pod.get("metadata") or {}, pod.get("status") or {}
-    owners = metadata.get("ownerReferences")
+def read_pod(pod: Body) -> PodFacts:
+    metadata, status = as_map(pod.get("metadata")), as_map(pod.get("status"))
     return PodFacts(
-        namespace=str(metadata.get("namespace", "")),
-        name=str(metadata.get("name", "")),
-        owner_kinds=tuple(str(o.get("kind", "")) for o in owners if isinstance(o, Mapping) and o.get("kind"))
-        if isinstance(owners, list)
-        else (),
-        annotations=_strings(metadata.get("annotations")),
-        phase=str(status.get("phase") or "Pending"),
+        namespace=as_text(metadata.get("namespace")),
+        name=as_text(metadata.get("name")),
+        owner_kinds=tuple(
+            kind for o in as_maps(metadata.get("ownerReferences")) if (kind := as_text(o.get("kind")))
+        ),
+        annotations=as_texts(metadata.get("annotations")),
+        phase=as_text(status.get("phase")) or "Pending",
         terminating=bool(metadata.get("deletionTimestamp")),
         managed=workloads.is_managed(pod),
     )
@@ -139,7 +133,7 @@ def is_ignored(pod: PodFacts) -> bool:
     return (
         pod.managed
         or pod.terminating
-        or pod.phase in TERMINAL_PHASES
+        or pod.phase in lifecycle.FINISHED_PHASES
         or "DaemonSet" in pod.owner_kinds
         or MIRROR in pod.annotations
     )

@@ -9,7 +9,7 @@ are the cluster's own (event and condition timestamps), so a message tells when 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -37,6 +37,11 @@ class PoolEvent:
     seen: lifecycle.EventSeen
     subject: workloads.EventSubject
     owner: str = ""
+
+    @property
+    def who(self) -> str:
+        """ "alice's gpu-alice-1a2b3c", or just the pod's name when its owner is unknown."""
+        return f"{self.owner}'s {self.subject.name}" if self.owner else self.subject.name
 
 
 @dataclass(frozen=True)
@@ -67,16 +72,12 @@ class Trigger:
     at: datetime
     namespace: str
     workload: str
-    owner: str
+    who: str
+    """Whose workload, as `PoolEvent.who` says it."""
     old: int
     new: int
     max_size: int
     attempt: int = 0
-
-    @property
-    def who(self) -> str:
-        """ "alice's gpu-alice-1a2b3c", or just the pod's name when its owner is unknown."""
-        return f"{self.owner}'s {self.workload}" if self.owner else self.workload
 
     @property
     def identity(self) -> tuple[str, str, int, int, int]:
@@ -308,13 +309,17 @@ def _on_event(state: Scales, seen: PoolEvent) -> Scales:
     if reason == "Scheduled" and seen.subject.kind == "Pod":
         return _on_scheduled(state, seen)
     if reason == "NotTriggerScaleUp" and IN_BACKOFF in message:
-        return _close_if_empty(_warn_pod(state, seen, "backoff", _backoff_text), seen, "backoff")
+        backoff = "; the autoscaler backs off (up to 30m) before it retries"
+        episode = _episode_of_pod(state, seen.subject)
+        return _close_if_empty(_warn_failed(state, episode, seen, "backoff", backoff), seen)
     if reason == "FailedScaleUp":
-        return _warn_pod(state, seen, "failed", _failed_text)
+        detail = match["detail"] if (match := GKE_FAILED.search(message)) else message
+        return _warn_failed(state, _episode_of_pod(state, seen.subject), seen, "failed", f": {detail}")
     if reason == "ScaleUpTimedOut" and (match := TIMED_OUT.search(message)):
         return _on_timed_out(state, seen, lifecycle.pool_name(match["group"]), match["took"])
     if reason == "FailedToScaleUpGroup" and (match := GROUP_FAILED.search(message)):
-        return _on_group_failed(state, seen, lifecycle.pool_name(match["group"]), match["detail"])
+        episode = _open(state, lifecycle.pool_name(match["group"]))
+        return _warn_failed(state, episode, seen, "failed", f": {match['detail']}")
     if reason == "ScaleDown" and seen.subject.kind == "Node" and message == NODES_REMOVED:
         return _on_scale_down(state, seen.subject.name, seen.seen.at)
     return state
@@ -330,7 +335,7 @@ def _on_triggered(state: Scales, seen: PoolEvent) -> Scales:
             at=seen.seen.at,
             namespace=seen.subject.namespace,
             workload=seen.subject.name,
-            owner=seen.owner,
+            who=seen.who,
             old=int(match["old"]),
             new=int(match["new"]),
             max_size=int(match["max"]),
@@ -360,7 +365,10 @@ def _episode_for_trigger(state: Scales, pool: str, at: datetime) -> Episode | No
 
 
 def _episode_of_pod(state: Scales, subject: workloads.EventSubject) -> Episode | None:
-    """The open episode the pod triggered, else the only open one; None when it cannot be told."""
+    """The open episode the pod triggered, else the only open one; None when it cannot be told (or the
+    event is not about a pod)."""
+    if subject.kind != "Pod":
+        return None
     opened = state.open_episodes()
     mine = [
         e
@@ -372,38 +380,21 @@ def _episode_of_pod(state: Scales, subject: workloads.EventSubject) -> Episode |
     return opened[0] if len(opened) == 1 else None
 
 
-def _who(seen: PoolEvent) -> str:
-    return f"{seen.owner}'s {seen.subject.name}" if seen.owner else seen.subject.name
-
-
-def _backoff_text(episode: Episode, seen: PoolEvent) -> str:
-    return f"scale-up of {episode.pool} failed; the autoscaler backs off (up to 30m) before it retries"
-
-
-def _failed_text(episode: Episode, seen: PoolEvent) -> str:
-    match = GKE_FAILED.search(seen.seen.message)
-    detail = match["detail"] if match else seen.seen.message
-    return f"scale-up of {episode.pool} failed: {detail}"
-
-
-def _warn_pod(state: Scales, seen: PoolEvent, kind: str, text: Callable[[Episode, PoolEvent], str]) -> Scales:
-    if seen.subject.kind != "Pod":
-        return state
-    episode = _episode_of_pod(state, seen.subject)
+def _warn_failed(state: Scales, episode: Episode | None, seen: PoolEvent, kind: str, words: str) -> Scales:
+    """Warn that the episode's current scale-up attempt failed (`words` say how, after "failed"); nothing
+    when the event belongs to no open episode."""
     if episode is None:
         return state
-    warning = ScaleWarning(seen.seen.at, kind, str(episode.attempt), text(episode, seen))
-    return _with_episode(state, _warn(episode, warning))
+    text = f"scale-up of {episode.pool} failed{words}"
+    return _with_episode(state, _warn(episode, ScaleWarning(seen.seen.at, kind, str(episode.attempt), text)))
 
 
 def _warn_max_size(state: Scales, seen: PoolEvent) -> Scales:
-    episode = _episode_of_pod(state, seen.subject) if seen.subject.kind == "Pod" else None
+    episode = _episode_of_pod(state, seen.subject)
     if episode is None:
         return state
     subject = f"{seen.subject.namespace}/{seen.subject.name}"
-    return _with_episode(
-        state, _warn(episode, ScaleWarning(seen.seen.at, "max_size", subject, who=_who(seen)))
-    )
+    return _with_episode(state, _warn(episode, ScaleWarning(seen.seen.at, "max_size", subject, who=seen.who)))
 
 
 def _on_scheduled(state: Scales, seen: PoolEvent) -> Scales:
@@ -419,10 +410,11 @@ def _on_scheduled(state: Scales, seen: PoolEvent) -> Scales:
     return state
 
 
-def _close_if_empty(state: Scales, seen: PoolEvent, kind: str) -> Scales:
-    """A failed scale-up that left the pool with no node ends the episode; a retry opens a new one."""
+def _close_if_empty(state: Scales, seen: PoolEvent) -> Scales:
+    """A scale-up that failed into back-off and left the pool with no node ends the episode; a retry
+    opens a new one."""
     for episode in state.open_episodes():
-        failed = any(w.kind == kind and w.subject == str(episode.attempt) for w in episode.warnings)
+        failed = any(w.kind == "backoff" and w.subject == str(episode.attempt) for w in episode.warnings)
         if failed and not state.pool(episode.pool).present:
             state = _with_episode(
                 state, replace(episode, closed_at=seen.seen.at, attempt=episode.attempt + 1)
@@ -441,16 +433,6 @@ def _on_timed_out(state: Scales, seen: PoolEvent, pool: str, took: str) -> Scale
     if not state.pool(pool).present:
         episode = replace(episode, closed_at=seen.seen.at)
     return _with_episode(state, replace(episode, attempt=episode.attempt + 1))
-
-
-def _on_group_failed(state: Scales, seen: PoolEvent, pool: str, detail: str) -> Scales:
-    episode = _open(state, pool)
-    if episode is None:
-        return state
-    text = f"scale-up of {pool} failed: {detail}"
-    return _with_episode(
-        state, _warn(episode, ScaleWarning(seen.seen.at, "failed", str(episode.attempt), text))
-    )
 
 
 def _on_scale_down(state: Scales, node: str, at: datetime) -> Scales:
@@ -560,10 +542,12 @@ def _node_lines(episode: Episode, node: NodeRecord) -> list[tuple[datetime, str]
     out: list[tuple[datetime, str]] = []
     asked = _asked_at(episode, node)
     if not node.seeded:
-        after = f" after {_elapsed(asked, node.registered_at)}" if asked < node.registered_at else ""
+        joined = notices.format_elapsed(node.registered_at - asked)
+        after = f" after {joined}" if asked < node.registered_at else ""
         out.append((node.registered_at, f"node {node.name} joined{after}"))
         if node.ready_at is not None:
-            out.append((node.ready_at, f"node {node.name} Ready after {_elapsed(asked, node.ready_at)}"))
+            ready = notices.format_elapsed(node.ready_at - asked)
+            out.append((node.ready_at, f"node {node.name} Ready after {ready}"))
     if node.removed_at is not None:
         out.append((node.removed_at, f"scale-down: node {node.name} removed"))
     return out
@@ -571,7 +555,7 @@ def _node_lines(episode: Episode, node: NodeRecord) -> list[tuple[datetime, str]
 
 def _closing_line(episode: Episode, now: datetime, price: float | None) -> str:
     assert episode.closed_at is not None
-    took = _elapsed(episode.started_at, episode.closed_at)
+    took = notices.format_elapsed(episode.closed_at - episode.started_at)
     gpu_hours = episode.gpu_hours(now)
     cost = (
         f"≈ {notices.format_cost(episode.node_hours(now) * price)}"
@@ -602,7 +586,7 @@ def _max_size_text(episode: Episode, held: list[ScaleWarning]) -> str:
     limit = max((t.max_size for t in episode.triggers), default=0)
     size = f" of {limit} node{'' if limit == 1 else 's'}" if limit else ""
     waiting = [w.who for w in held if w.over_at is None]
-    got = [(w.who, _elapsed(w.at, w.over_at)) for w in held if w.over_at is not None]
+    got = [(w.who, notices.format_elapsed(w.over_at - w.at)) for w in held if w.over_at is not None]
     if waiting and not episode.closed:
         verb = "waits" if len(waiting) == 1 else "wait"
         parts = [f"{', '.join(waiting)} {verb} for a GPU to free up"]
@@ -614,7 +598,3 @@ def _max_size_text(episode: Episode, held: list[ScaleWarning]) -> str:
         f"max size reached at {notices.clock_time(held[0].at)}: {episode.pool} was at its maximum{size}; "
         + ("; ".join(parts))
     )
-
-
-def _elapsed(start: datetime, end: datetime) -> str:
-    return notices.format_elapsed(end - start)

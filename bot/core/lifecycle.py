@@ -29,6 +29,10 @@ class Step(enum.IntEnum):
     RUNNING = 9
 
 
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+"""The pod phases of a run that is over: its containers will not run again."""
+
+
 class Outcome(enum.Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
@@ -114,6 +118,11 @@ class Progress:
     def step(self) -> Step | None:
         return max((s for s, _ in self.reached), default=None)
 
+    @property
+    def held_since(self) -> datetime | None:
+        """When it began to hold its GPUs: scheduled onto its node (running, if that went unseen)."""
+        return self.at(Step.SCHEDULED) or self.at(Step.RUNNING)
+
 
 SCALE_UP_INFO = re.compile(r"\{(?P<group>\S+) (?P<old>\d+)->(?P<new>\d+) \(max: (?P<max>\d+)\)\}")
 
@@ -187,17 +196,11 @@ def _on_event(progress: Progress, seen: EventSeen) -> tuple[Progress, list[Miles
         match = SCALE_UP_INFO.search(seen.message)
         if not match:
             return progress, []
-        pool = pool_name(match["group"])
-        progress = replace(
-            progress, pool=pool, scale_up=f"{match['old']}→{match['new']} (max {match['max']})"
-        )
+        scale_up = f"{match['old']}→{match['new']} (max {match['max']})"
+        progress = replace(progress, pool=pool_name(match["group"]), scale_up=scale_up)
         progress, out = _reach(progress, Step.WAITING, seen.at, "waiting for a GPU node")
-        progress, more = _reach(
-            progress,
-            Step.SCALE_UP,
-            seen.at,
-            f"scale-up triggered: {pool} {match['old']}→{match['new']} (max {match['max']})",
-        )
+        text = f"scale-up triggered: {progress.pool} {scale_up}"
+        progress, more = _reach(progress, Step.SCALE_UP, seen.at, text)
         return progress, out + more
     if seen.reason in ("NotTriggerScaleUp", "FailedScaleUp"):
         return _problem(progress, seen.at, explain.not_triggered(seen.message))
@@ -265,7 +268,7 @@ def _on_pod(progress: Progress, seen: PodSeen) -> tuple[Progress, list[Milestone
     if seen.terminated_reason == "OOMKilled":
         progress, step = _problem(progress, seen.at, explain.oom_killed())
         out += step
-    if seen.phase in ("Succeeded", "Failed"):
+    if seen.phase in FINISHED_PHASES:
         outcome = Outcome.SUCCEEDED if seen.phase == "Succeeded" else Outcome.FAILED
         started = progress.at(Step.RUNNING)
         ran = notices.format_elapsed(seen.at - started) if started else ""

@@ -70,7 +70,7 @@ def eta_note(progress: lifecycle.Progress, history: Usual | None) -> str:
     started = progress.at(lifecycle.Step.SCALE_UP)
     if history is None or started is None or not waiting_for_node(progress):
         return ""
-    typical = notices.format_elapsed(history.median.total_seconds())
+    typical = notices.format_elapsed(history.median)
     basis = "the last scale-up" if history.count == 1 else f"the median of the last {history.count}"
     expected = notices.clock_time(started + history.median)
     return f"Node likely ready {expected}: usually {typical} after a scale-up here ({basis})."
@@ -84,11 +84,11 @@ def slow(progress: lifecycle.Progress, history: Usual | None, now: datetime) -> 
     limit = overdue_after(history)
     if now - started < limit:
         return None
-    took = notices.format_elapsed((now - started).total_seconds())
+    took = notices.format_elapsed(now - started)
     norm = (
-        f"usually {notices.format_elapsed(history.median.total_seconds())}"
+        f"usually {notices.format_elapsed(history.median)}"
         if history
-        else f"the autoscaler gives up at {notices.format_elapsed(NO_HISTORY_OVERDUE.total_seconds())}"
+        else f"the autoscaler gives up at {notices.format_elapsed(NO_HISTORY_OVERDUE)}"
     )
     return explain.Problem(
         "provisioning-slow",

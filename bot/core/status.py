@@ -34,7 +34,6 @@ TIMELINE_LABELS: Mapping[Step, str] = {
 allocatable, pulling) happen within seconds of one of these, or show as the headline while they last."""
 IDLE_WINDOW = reaping.ReaperPolicy().idle_window
 """The reaper's default idle window, for lines shown where its settings are not at hand (App Home)."""
-FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 VERDICT_WAIT = timedelta(seconds=30)
 """How long a thread holds back the scheduler's "no node fits" for the autoscaler's verdict (a scale-up,
 or why not), which comes within its scan interval (10 s by default: kubernetes/autoscaler,
@@ -47,16 +46,14 @@ class Thread:
 
     workload: workloads.Workload
     progress: lifecycle.Progress
-    texts: tuple[tuple[Step, str], ...] = ()
+    waiting_text: str = ""
+    """Why it waits, as the scheduler first said it (its WAITING milestone): the headline while it waits."""
     problem: explain.Problem | None = None
     outcome_text: str = ""
     ending: str = ""
     """Once it is over: what it held and cost."""
     url: str = ""
     """What to open once its ports are forwarded (a notebook's URL with its token), once read."""
-
-    def text(self, step: Step) -> str:
-        return next((t for s, t in self.texts if s == step), "")
 
 
 # -- the thread's status message ------------------------------------------------------------------
@@ -156,7 +153,7 @@ def headline(thread: Thread, place: str = "") -> str:
     if step == Step.ADMITTED:
         return "Admitted by Kueue: waiting for the scheduler"
     if step == Step.WAITING:
-        return sentence(thread.text(step) or "waiting for a GPU node")
+        return sentence(thread.waiting_text or "waiting for a GPU node")
     if thread.workload.queue:
         return f"Waiting for Kueue to admit it (queue {thread.workload.queue})"
     return "Requested: waiting for the scheduler"
@@ -257,7 +254,7 @@ class PoolCapacity:
 
 
 def holds_gpu(workload: workloads.Workload) -> bool:
-    return workload.phase not in FINISHED_PHASES
+    return workload.phase not in lifecycle.FINISHED_PHASES
 
 
 def pool_price(members: Iterable[lifecycle.NodeSeen], profiles: Iterable[models.GpuProfile]) -> float | None:

@@ -45,10 +45,6 @@ class KueueLine:
         self._summaries: dict[str, dict[str, int] | None] = {}
         self._listeners: list[OnKueue] = []
 
-    @property
-    def queues(self) -> frozenset[str]:
-        return frozenset(self._resources)
-
     def listen(self, callback: OnKueue) -> None:
         self._listeners.append(callback)
 

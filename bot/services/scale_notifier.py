@@ -112,9 +112,8 @@ class ScaleNotifier:
         """Leadership gained: speak from now on, bringing each open episode's message up to date."""
         with self._lock:
             self._live = True
-            for pool in self._state.pools.values():
-                if pool.episode is not None and not pool.episode.closed:
-                    self._publish(pool.episode)
+            for episode in self._state.open_episodes():
+                self._publish(episode)
 
     def pause(self) -> None:
         with self._lock:
@@ -139,19 +138,20 @@ class ScaleNotifier:
             self._observe(episodes.PoolEvent(seen, subject, owner))
 
     def on_node(self, change: str, node: Mapping[str, Any]) -> None:
-        pool = cluster_nodes.pool_of(node)
-        if not pool:
+        facts = cluster_nodes.read(node)
+        if not facts.pool:
             return
-        name = str((node.get("metadata") or {}).get("name", ""))
         with self._lock:
-            self._learn_price(pool, node)
+            if self._prices.get(facts.pool) is None:
+                self._prices[facts.pool] = episodes.pool_price(facts.labels, self._profiles)
             if change == ports.DELETED:
-                self._nodes.pop(name, None)
-                self._observe(episodes.NodeRemoved(at=self._clock(), name=name, pool=pool))
+                self._nodes.pop(facts.name, None)
+                self._observe(episodes.NodeRemoved(at=self._clock(), name=facts.name, pool=facts.pool))
                 return
-            self._nodes[name] = cluster_nodes.read(node)
-            for seen in self._node_observations(node, known=name in self._state.pool(pool).present):
-                self._observe(seen)
+            self._nodes[facts.name] = facts
+            seen = workloads.observe_node(node, at=cluster_nodes.last_seen(node) or self._clock())
+            for observed in _joining(seen, known=facts.name in self._state.pool(facts.pool).present):
+                self._observe(observed)
 
     # -- the drain check ---------------------------------------------------------------------------
     def tick(self) -> None:
@@ -224,8 +224,9 @@ class ScaleNotifier:
         return drain.describe(pool, reasons, nodes=len(nodes), idle=idle)
 
     # -- the wait kept in the store, so a restart goes on with it --------------------------------------
-    def _wait_key(self, pool: str) -> str:
-        return f"drain-since:{self._channel}:{pool}"
+    def _key(self, kind: str, name: str) -> str:
+        """A store key of this channel: `drain-since`, `episode-open` by pool, `episode-message` by key."""
+        return f"{kind}:{self._channel}:{name}"
 
     def _recall_wait(self, episode: episodes.Episode) -> datetime | None:
         """When the pool's wait began, as the leader before this one (or this one before a restart) kept
@@ -233,7 +234,7 @@ class ScaleNotifier:
         An episode a restart opened began at the restart, so its wait may be older."""
         if self._store is None:
             return None
-        kept = self._store.recall(self._wait_key(episode.pool))
+        kept = self._store.recall(self._key("drain-since", episode.pool))
         since = podspec.parse_time(kept) if kept else None
         if since is None or (since < episode.started_at and not episode.resumed):
             return None
@@ -243,14 +244,14 @@ class ScaleNotifier:
         """Once per wait: its start, for whoever leads next. Caller holds the lock."""
         if self._store is None or key in self._waits_kept:
             return
-        self._store.remember(self._wait_key(pool), podspec.format_time(since), WAIT_MEMORY_SECONDS)
+        self._store.remember(self._key("drain-since", pool), podspec.format_time(since), WAIT_MEMORY_SECONDS)
         self._waits_kept[key] = pool
 
     def _forget_wait(self, key: str) -> None:
         """The wait is over (gpubot is back on the pool, or the episode ended). Caller holds the lock."""
         pool = self._waits_kept.pop(key, None)
         if self._store is not None and pool is not None:
-            self._store.remember(self._wait_key(pool), "", 1)
+            self._store.remember(self._key("drain-since", pool), "", 1)
 
     def _republish(self, key: str) -> None:
         for episode in self._state.open_episodes():
@@ -258,17 +259,6 @@ class ScaleNotifier:
                 self._publish(episode)
 
     # -- internals -------------------------------------------------------------------------------
-    def _node_observations(self, node: Mapping[str, Any], *, known: bool) -> list[lifecycle.NodeSeen]:
-        """The node as seen; a node first seen already Ready is also seen joining at its creation."""
-        try:
-            seen = workloads.observe_node(node)
-        except ValueError:
-            seen = workloads.observe_node(node, at=self._clock())
-        created = podspec.parse_time(str((node.get("metadata") or {}).get("creationTimestamp", "")))
-        if known or not seen.ready or created is None or created >= seen.at:
-            return [seen]
-        return [lifecycle.NodeSeen(at=created, name=seen.name, ready=False, gpus=0, pool=seen.pool), seen]
-
     def _owner(self, subject: workloads.EventSubject) -> str:
         if self._find_workload is None:
             return ""
@@ -280,12 +270,6 @@ class ScaleNotifier:
         if workload is None:
             return ""
         return workload.requester_name or workload.owner_id
-
-    def _learn_price(self, pool: str, node: Mapping[str, Any]) -> None:
-        if self._prices.get(pool) is not None:
-            return
-        node_labels = (node.get("metadata") or {}).get("labels") or {}
-        self._prices[pool] = episodes.pool_price(node_labels, self._profiles)
 
     def _observe(self, seen: episodes.Observation) -> None:
         before = self._state
@@ -322,28 +306,30 @@ class ScaleNotifier:
         self._posted[episode.pool] = Posted(episode.key, ts, notice)
         self._keep_ts(episode, ts)
 
-    def _message_key(self, episode: episodes.Episode) -> str:
-        return f"episode-message:{self._channel}:{episode.key}"
-
-    def _open_key(self, pool: str) -> str:
-        return f"episode-open:{self._channel}:{pool}"
-
     def _keep_ts(self, episode: episodes.Episode, ts: str) -> None:
         if self._store is None:
             return
-        kept = MESSAGE_MEMORY_SECONDS
-        self._store.remember(self._message_key(episode), ts, kept)
-        self._store.remember(self._open_key(episode.pool), "" if episode.closed else ts, kept)
+        self._store.remember(self._key("episode-message", episode.key), ts, MESSAGE_MEMORY_SECONDS)
+        open_ts = "" if episode.closed else ts
+        self._store.remember(self._key("episode-open", episode.pool), open_ts, MESSAGE_MEMORY_SECONDS)
 
     def _recall(self, episode: episodes.Episode) -> str | None:
         """The message another replica (or this one before a restart) posted for this episode; for an
         episode resumed by a restart, the message of the pool's episode still open when it happened."""
         if self._store is None:
             return None
-        found = self._store.recall(self._message_key(episode))
+        found = self._store.recall(self._key("episode-message", episode.key))
         if found is None and episode.resumed:
-            found = self._store.recall(self._open_key(episode.pool)) or None
+            found = self._store.recall(self._key("episode-open", episode.pool)) or None
         return found
+
+
+def _joining(seen: lifecycle.NodeSeen, *, known: bool) -> list[lifecycle.NodeSeen]:
+    """The node as seen; a node first seen already Ready is also seen joining at its creation."""
+    created = seen.created
+    if known or not seen.ready or created is None or created >= seen.at:
+        return [seen]
+    return [lifecycle.NodeSeen(at=created, name=seen.name, ready=False, gpus=0, pool=seen.pool), seen]
 
 
 def occupies(held: Iterable[workloads.Workload], nodes: Collection[str]) -> bool:

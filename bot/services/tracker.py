@@ -74,14 +74,14 @@ class Tracker:
         self,
         chat_port: ports.Chat,
         *,
-        clock: Callable[[], datetime] = wall_clock,
-        store: ports.Store | None = None,
-        prices: Mapping[str, float] | None = None,
-        telemetry: ports.Telemetry = ports.NO_TELEMETRY,
-        read_log: ReadLog | None = None,
-        policy: reaping.ReaperPolicy | None = None,
-        find_url: Callable[[workloads.Workload], None] | None = None,
-        kueue_line: KueueLine | None = None,
+        clock: Callable[[], datetime],
+        store: ports.Store,
+        prices: Mapping[str, float],
+        telemetry: ports.Telemetry,
+        read_log: ReadLog,
+        policy: reaping.ReaperPolicy,
+        find_url: Callable[[workloads.Workload], None],
+        kueue_line: KueueLine | None,
     ) -> None:
         """`store` keeps each pool's past scale-up durations, for the ETA and the slow-node warning;
         `read_log` gives a failed run's last lines for the reply that says it failed; `find_url` starts
@@ -93,12 +93,12 @@ class Tracker:
         self._telemetry = telemetry
         self._read_log = read_log
         self._find_url = find_url
-        self._policy = policy or reaping.ReaperPolicy()
+        self._policy = policy
         """The reaper's timings: when a holder's GPUs come back, for the line's ETA."""
         self._chat = chat_port
         self._clock = clock
         self._store = store
-        self._prices = dict(prices or {})
+        self._prices = dict(prices)
         """Profile name → price per node-hour, for what a finished run cost."""
         self._history: dict[str, provisioning.Usual | None] = {}
         self._learned: set[str] = set()
@@ -134,21 +134,8 @@ class Tracker:
         """Runs on a node now and not over, as the pods say, each with its price: what spend counts live
         until the run ends and its cost is settled into the store."""
         with self._lock:
-            threads = list(self._threads.values())
-            seen_nodes = dict(self._nodes)
-        held = []
-        for thread in threads:
-            progress, workload = thread.progress, thread.workload
-            since = progress.at(lifecycle.Step.SCHEDULED) or progress.at(lifecycle.Step.RUNNING)
-            if progress.outcome is not None or since is None or not status.holds_gpus(thread):
-                continue
-            known = seen_nodes.get(progress.node or workload.node)
-            node_gpus = known.gpus if known is not None else workload.gpus
-            price = self._prices.get(workload.profile)
-            held.append(
-                usage.Held(workload.owner_id, workload.channel, workload.gpus, node_gpus, since, price)
-            )
-        return held
+            holding = [t for t in self._threads.values() if status.holds_gpus(t)]
+            return [self._held(t, since) for t in holding if (since := t.progress.held_since) is not None]
 
     def names(self) -> dict[str, str]:
         """Slack user name (lower case) → id, of the owners of the pods seen."""
@@ -344,8 +331,7 @@ class Tracker:
         self._threads[key] = thread
         for milestone in milestones:
             logger.info("workload %s: %s", key, milestone.text)
-        if key not in self._learned and provisioning.measured(thread.progress) is not None:
-            self._learn_duration(key, thread.progress)
+        self._learn_duration(key, thread.progress)
         self._measure(thread.progress, milestones)
         ended = next((m for m in milestones if m.outcome is not None), None)
         if ended is not None:
@@ -365,25 +351,36 @@ class Tracker:
                 self._telemetry.observe_time_to_running((milestone.at - progress.created).total_seconds())
 
     # -- cost ----------------------------------------------------------------------------------------
+    def _held(self, thread: status.Thread, since: datetime) -> usage.Held:
+        """Its GPUs from `since`, priced as its profile's share of its node (the node's GPUs as last seen)."""
+        workload = thread.workload
+        known = self._nodes.get(thread.progress.node or workload.node)
+        node_gpus = known.gpus if known is not None else workload.gpus
+        price = self._prices.get(workload.profile)
+        return usage.Held(workload.owner_id, workload.channel, workload.gpus, node_gpus, since, price)
+
     def _settle_cost(self, thread: status.Thread, ended: datetime) -> str:
         """A run is over: what it held and cost ("" if unknown), added to its owner's spend by day and
         channel by the live (leading) replica only, so two replicas never add it twice."""
-        workload = thread.workload
-        known = self._nodes.get(thread.progress.node or workload.node)
+        since = thread.progress.held_since
+        if since is None:
+            return ""
+        held = self._held(thread, since)
         cost = costs.run_cost(
             thread.progress,
             ended=ended,
-            gpus=workload.gpus,
-            node_gpus=known.gpus if known is not None else workload.gpus,
-            price_per_node_hour=self._prices.get(workload.profile),
+            gpus=held.gpus,
+            node_gpus=held.node_gpus,
+            price_per_node_hour=held.price_per_node_hour,
         )
         if cost is None:
             return ""
-        if self._live and self._store is not None and cost.start is not None:
+        workload = thread.workload
+        if self._live:
             spent = usage.finished_amounts(
-                workload.owner_id,
-                workload.channel,
-                start=cost.start,
+                held.user,
+                held.channel,
+                start=since,
                 end=ended,
                 gpu_hours=cost.gpu_hours,
                 dollars=cost.dollars,
@@ -399,7 +396,7 @@ class Tracker:
         workload = thread.workload
         if (
             not self._live
-            or workload.phase not in status.FINISHED_PHASES
+            or workload.phase not in lifecycle.FINISHED_PHASES
             or podspec.delete_recorded(workload.audit)
             or workload.marks.telling_since is not None
             or not (workload.channel and workload.thread_ts)
@@ -411,7 +408,7 @@ class Tracker:
 
     # -- history -------------------------------------------------------------------------------------
     def _usual(self, pool: str) -> provisioning.Usual | None:
-        if not pool or self._store is None:
+        if not pool:
             return None
         if pool not in self._history:
             self._history[pool] = provisioning.usual(self._store.samples(provisioning.series(pool)))
@@ -420,7 +417,7 @@ class Tracker:
     def _learn_duration(self, key: str, progress: lifecycle.Progress) -> None:
         """Only the live (leading) replica records, once per workload, so each scale-up counts once."""
         took = provisioning.measured(progress)
-        if not self._live or self._store is None or took is None:
+        if key in self._learned or not self._live or took is None:
             return
         self._learned.add(key)
         name = provisioning.series(progress.pool)
@@ -443,10 +440,10 @@ class Tracker:
         if not self._live or not workload.thread_ts or not workload.channel:
             return
         note = provisioning.eta_note(thread.progress, self._usual(thread.progress.pool))
-        if place is None:
-            place = self._place(key, thread)
+        if place is None:  # its place in line with an ETA, while its pool is full or Kueue holds it
+            place = self._line(thread.workload.profile).get(key, "") if status.in_line(thread) else ""
         shown = status.thread_status(thread, note=note, place=place)
-        if shown.connect is not None and shown.connect.forward and not thread.url and self._find_url:
+        if shown.connect is not None and shown.connect.forward and not thread.url:
             self._find_url(workload)
         before = self._shown.get(key)
         held = status.awaiting_verdict(thread, self._now())
@@ -464,12 +461,6 @@ class Tracker:
                 more = f"Its last lines are below; `/gpu logs {workload.name}` shows more."
                 reply = replace(reply, text=f"{full_stop(reply.text)} {more}", output=output)
             self._chat.reply(workload.channel, workload.thread_ts, reply)
-
-    def _place(self, key: str, thread: status.Thread) -> str:
-        """Its place in line with an ETA, while its pool is full or Kueue holds it; "" otherwise."""
-        if not status.in_line(thread):
-            return ""
-        return self._line(thread.workload.profile).get(key, "")
 
     def _line(self, profile: str) -> dict[str, str]:
         """The line for this profile's GPUs, worked out once for everyone in it: Kueue's for a profile
@@ -506,8 +497,6 @@ class Tracker:
 
     def _last_lines(self, workload: workloads.Workload) -> tuple[str, ...]:
         """A failed run's evidence; none when its output cannot be read (the reply still says it failed)."""
-        if self._read_log is None:
-            return ()
         try:
             output = self._read_log(workload.namespace, workload.name, tail_lines=FAILURE_LINES)
         except errors.GpubotError as err:
@@ -534,15 +523,15 @@ def _says_less(new: explain.Problem, shown: explain.Problem | None) -> bool:
 
 
 def _remember(thread: status.Thread, milestones: list[lifecycle.Milestone]) -> status.Thread:
-    """Keep each milestone's words: step texts for the checklist, the latest problem, the outcome.
+    """Keep the milestones' words the status shows: why it waits, the latest problem, the outcome.
 
     A problem describes the step the workload is stuck at, so a new step (not a late one) clears it.
     """
     for milestone in milestones:
-        if milestone.step is not None:
-            thread = replace(thread, texts=(*thread.texts, (milestone.step, milestone.text)))
-            if not milestone.late:
-                thread = replace(thread, problem=None)
+        if milestone.step is lifecycle.Step.WAITING:
+            thread = replace(thread, waiting_text=milestone.text)
+        if milestone.step is not None and not milestone.late:
+            thread = replace(thread, problem=None)
         if milestone.problem is not None and not _says_less(milestone.problem, thread.problem):
             thread = replace(thread, problem=milestone.problem)
         if milestone.outcome is not None:
