@@ -96,11 +96,6 @@ def too_late(workload: workloads.Workload, verb: str = "extend") -> models.Usage
     )
 
 
-def actor_phrase(workload: workloads.Workload, actor: str) -> str:
-    """Who acted, as a thread says it: "its owner", or "admin U0ADMIN"."""
-    return "its owner" if actor == workload.owner_id else f"admin {actor}"
-
-
 class Leases:
     def __init__(
         self,
@@ -232,7 +227,7 @@ class Leases:
             self._cluster.delete_pod(workload.namespace, workload.name, uid=workload.uid)
         launcher.log_audit(entry, workload.key)
         if actor != workload.owner_id:  # the owner hears it: their own release needs no notification
-            text = f"Released by {actor_phrase(workload, actor)}; deleting the pod."
+            text = f"Released by {launcher.actor_phrase(workload.owner_id, actor)}; deleting the pod."
             self._say_in_thread(workload, text, mention=workload.owner_id)
         return True
 
@@ -262,7 +257,7 @@ class Leases:
         )
         self._say_in_thread(
             target,
-            f"Extended by {actor_phrase(target, actor)} (+{extension.hours:g}h): "
+            f"Extended by {launcher.actor_phrase(target.owner_id, actor)} (+{extension.hours:g}h): "
             f"the lease now ends {notices.clock_time(extension.lease_end)}.",
         )
         return extension
@@ -342,7 +337,7 @@ class Leases:
             return None
         launcher.log_audit(entry, found.key)
         said = f"no idle release before {notices.clock_time(until)}"
-        self._say_in_thread(found, f"Kept by {actor_phrase(found, actor)}: {said}.")
+        self._say_in_thread(found, f"Kept by {launcher.actor_phrase(found.owner_id, actor)}: {said}.")
         if channel != found.channel:  # pressed in a DM: the thread is elsewhere, so answer here too
             self._tell(channel, actor, f"Kept `{found.name}`: {said}.")
         return until
