@@ -398,7 +398,7 @@ class Launcher:
         self._chat.update(channel, thread_ts, notices.Reply(f":x: {text}"))
 
     # -- /gpu status -------------------------------------------------------------------------------
-    def status(self, request: models.StatusRequest, user: str, channel: str) -> notices.Ephemeral:
+    def status(self, request: models.StatusRequest, user: str, channel: str) -> None:
         everything = self._cluster.list_workloads()
         shown = everything if request.everyone else [w for w in everything if w.owner_id == user]
         sizes = autoscaler_status.parse(self._cluster.read_autoscaler_status()).pool_sizes()
@@ -422,4 +422,3 @@ class Launcher:
             idle_window=self._settings.reaper.idle_window,
         )
         self._chat.ephemeral(channel, user, report)
-        return report
