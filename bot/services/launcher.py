@@ -342,7 +342,7 @@ class Launcher:
         )
         name = str(manifest["metadata"]["name"])
         try:
-            created = self._create_pod(manifest, thread_ts)
+            created = self._create_pod(manifest, name, thread_ts)
         except errors.GpubotError as err:
             self._refuse_in_thread(channel, thread_ts, name, err, profile=profile)
             return None
@@ -350,17 +350,15 @@ class Launcher:
         recent.remember(self._store, owner.user_id, request.image)
         return created
 
-    def _create_pod(self, manifest: Mapping[str, object], thread_ts: str) -> workloads.Workload:
+    def _create_pod(self, manifest: Mapping[str, object], name: str, thread_ts: str) -> workloads.Workload:
         """Create; a Conflict with our own thread's pod (a run resumed after a restart) means it exists.
 
         Transient failures are retried once, in the cluster adapter (`kube_retry`: at most 4 tries within
         25 s); retrying here as well multiplied them to 12 tries and minutes of a user waiting."""
-        metadata = manifest["metadata"]
-        assert isinstance(metadata, dict)
         try:
             return self._cluster.create_pod(manifest)
         except errors.Conflict:
-            existing = self._cluster.get_workload(str(metadata["namespace"]), str(metadata["name"]))
+            existing = self._cluster.get_workload(self._settings.namespace, name)
             if existing is not None and existing.thread_ts == thread_ts:
                 return existing
             raise
