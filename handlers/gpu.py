@@ -89,15 +89,14 @@ class GpuCommand:
         request_id = str(command.get("trigger_id", ""))
         if not self.services.first_delivery(request_id):
             return
+        owner, channel = owner_of(command), str(command.get("channel_id", ""))
         if opens_form(command, self.services) and self.services.forms is not None:
-            owner = owner_of(command)
-            self.services.forms.open(owner.user_id, str(command.get("channel_id", "")), request_id)
+            self.services.forms.open(owner.user_id, channel, request_id)
             return
         parsed = commands.parse_gpu_command(str(command.get("text", "")))
         if isinstance(parsed, models.RunRequest) and self.services.launcher.precheck(parsed):
             self.services.launcher.refused_at_once()  # the ack said why
             return
-        owner, channel = owner_of(command), str(command.get("channel_id", ""))
         if isinstance(parsed, models.RunRequest | models.StatusRequest):
             answer = ResponseUrlAnswer(respond)
             self.services.launcher.handle(parsed, owner, channel, request_id=request_id, answer=answer)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.core import notices
+from bot.core import notices, podspec
 
 JUPYTER = "jupyter"
 """The one `activity:` a profile may name."""
@@ -120,9 +120,7 @@ def evidence_text(verdict: Verdict, gpu_idle_for: timedelta, *, under: str = "")
 def mark(verdict: Verdict) -> str:
     """The evidence as kept on the pod with its idle warning, for `/gpu status`."""
     if verdict.evidence is Evidence.NOTEBOOK and verdict.quiet_since is not None:
-        return (
-            f"{Evidence.NOTEBOOK.value}:{verdict.quiet_since.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}"
-        )
+        return f"{Evidence.NOTEBOOK.value}:{podspec.format_time(verdict.quiet_since)}"
     return verdict.evidence.value
 
 

@@ -39,13 +39,11 @@ class Act(enum.Enum):
 
 REAPING = frozenset({Act.EXPIRE, Act.IDLE_RELEASE, Act.CLEAN_FINISHED, Act.BROKEN_START})
 """The acts that delete a pod after saying why."""
-QUIET = frozenset({Act.IDLE_CLEAR, Act.FINISH_DELETE})
-"""The acts that say nothing."""
 SPEAKING = frozenset({Act.REMIND, Act.NUDGE, Act.IDLE_WARN})
+"""The acts that only speak: a message to deliver, then a mark on the pod."""
 ASKED_KEEP = timedelta(minutes=30)
 """How long "Keep 30 min" in a DM asking for an idle GPU keeps it: someone waits, so not a whole idle
 window; the reaper may warn again after it."""
-"""The acts that only speak: a message to deliver, then a mark on the pod."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import zoneinfo
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 
 from bot.core import models
@@ -223,9 +223,7 @@ def change_text(change: WarmChange, now: datetime, price_per_node_hour: float | 
         )
         if change.before == change.after:
             return capped
-        return f"{capped}\n" + change_text(
-            WarmChange(change.pool, change.before, change.after, schedule), now, price_per_node_hour
-        )
+        return f"{capped}\n" + change_text(replace(change, capped_from=None), now, price_per_node_hour)
     if schedule is None:
         return (
             f":snowflake: Warm capacity off: {change.pool} min {change.before}→0, so it drains to zero "

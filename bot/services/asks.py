@@ -45,16 +45,16 @@ class Asks:
                 return
             self.ask(name, actor, channel)
 
-    def ask(self, name: str, actor: str, channel: str) -> int:
-        """DM the owners of the idle GPUs of the waiter's pool; returns how many were asked now."""
+    def ask(self, name: str, actor: str, channel: str) -> None:
+        """DM the owners of the idle GPUs of the waiter's pool."""
         waiter = self._leases.find(name, actor, channel)
         if waiter is None or not self._leases.may_act(waiter, actor, channel, "ask for a GPU for"):
-            return 0
+            return
         if waiter.node or waiter.deletion_requested or waiter.phase != "Pending":
             self._tell(
                 channel, actor, f"`{waiter.name}` is not waiting for a GPU any more; nothing was asked."
             )
-            return 0
+            return
         idle = queue.idle_to_ask(self._cluster.list_workloads(), waiter.profile, self._clock())
         asked = [holder for holder in idle if self._first_ask(waiter, holder)]
         who = waiter.requester_name or "Someone"
@@ -64,7 +64,6 @@ class Asks:
             buttons = notices.Buttons(keep_asked=True, release=True)
             self._chat.dm(holder.owner_id, notices.Reminder(text, holder.key, buttons, holder.channel))
         self._tell(channel, actor, said(len(asked), len(idle), waiter.profile))
-        return len(asked)
 
     def _first_ask(self, waiter: workloads.Workload, holder: workloads.Workload) -> bool:
         if not holder.owner_id:

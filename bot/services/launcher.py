@@ -94,6 +94,11 @@ def held_gpus(owned: list[workloads.Workload]) -> int:
     return sum(w.gpus for w in owned if is_live(w))
 
 
+def actor_phrase(owner_id: str, actor: str) -> str:
+    """Who acted on a run, as its thread says it: "its owner", or "admin U0ADMIN"."""
+    return "its owner" if actor == owner_id else f"admin {actor}"
+
+
 def unreachable_text(why: errors.Why) -> str:
     """A run refused because its channel will not take the bot's thread: why, and how to fix it."""
     if why == "archived":
@@ -202,14 +207,17 @@ class Launcher:
     # -- /gpu run ----------------------------------------------------------------------------------
     def precheck(self, request: models.RunRequest) -> models.UsageError | None:
         """The refusal configuration alone gives (no cluster call), for the ack to say at once."""
+        checked = self._check(request)
+        return checked if isinstance(checked, models.UsageError) else None
+
+    def _check(self, request: models.RunRequest) -> models.GpuProfile | models.UsageError:
         settings = self._settings
-        checked = quota.check_request(
+        return quota.check_request(
             request,
             profiles=settings.profiles,
             default_profile=settings.default_profile,
             policy=settings.policy,
         )
-        return checked if isinstance(checked, models.UsageError) else None
 
     def refused_at_once(self) -> None:
         """A run the ack refused (`precheck`): counted as refused, like one refused later."""
@@ -222,13 +230,8 @@ class Launcher:
         None when the cluster would not create the pod (the thread says why). The GPUs are reserved, and
         the quota checked against the pods and the runs ahead; the reservation is kept until the pod
         exists or the run gave up, whatever happens in between."""
-        settings, owner = self._settings, accepted.owner
-        profile = quota.check_request(
-            request,
-            profiles=settings.profiles,
-            default_profile=settings.default_profile,
-            policy=settings.policy,
-        )
+        owner = accepted.owner
+        profile = self._check(request)
         if isinstance(profile, models.UsageError):
             return self._refuse(accepted.channel, owner.user_id, profile)
         request = quota.with_profile_defaults(request, profile)
@@ -294,8 +297,8 @@ class Launcher:
     def _cancelled(self, owner: models.Owner, channel: str, thread_ts: str, by: str) -> None:
         """Released before its pod was made: the thread (if it has one) and an owner who did not cancel
         it are told that nothing was started."""
-        who = "its owner" if by == owner.user_id else f"admin {by}"
         logger.info("run for %s cancelled by %s before its pod was made", owner.user_id, by)
+        who = actor_phrase(owner.user_id, by)
         text = f":no_entry_sign: Released by {who} before its pod was made; nothing was started."
         if thread_ts:
             self._chat.update(channel, thread_ts, notices.Reply(text))
@@ -339,7 +342,7 @@ class Launcher:
         )
         name = str(manifest["metadata"]["name"])
         try:
-            created = self._create_pod(manifest, thread_ts)
+            created = self._create_pod(manifest, name, thread_ts)
         except errors.GpubotError as err:
             self._refuse_in_thread(channel, thread_ts, name, err, profile=profile)
             return None
@@ -347,17 +350,15 @@ class Launcher:
         recent.remember(self._store, owner.user_id, request.image)
         return created
 
-    def _create_pod(self, manifest: Mapping[str, object], thread_ts: str) -> workloads.Workload:
+    def _create_pod(self, manifest: Mapping[str, object], name: str, thread_ts: str) -> workloads.Workload:
         """Create; a Conflict with our own thread's pod (a run resumed after a restart) means it exists.
 
         Transient failures are retried once, in the cluster adapter (`kube_retry`: at most 4 tries within
         25 s); retrying here as well multiplied them to 12 tries and minutes of a user waiting."""
-        metadata = manifest["metadata"]
-        assert isinstance(metadata, dict)
         try:
             return self._cluster.create_pod(manifest)
         except errors.Conflict:
-            existing = self._cluster.get_workload(str(metadata["namespace"]), str(metadata["name"]))
+            existing = self._cluster.get_workload(self._settings.namespace, name)
             if existing is not None and existing.thread_ts == thread_ts:
                 return existing
             raise
@@ -395,7 +396,7 @@ class Launcher:
         self._chat.update(channel, thread_ts, notices.Reply(f":x: {text}"))
 
     # -- /gpu status -------------------------------------------------------------------------------
-    def status(self, request: models.StatusRequest, user: str, channel: str) -> notices.Ephemeral:
+    def status(self, request: models.StatusRequest, user: str, channel: str) -> None:
         everything = self._cluster.list_workloads()
         shown = everything if request.everyone else [w for w in everything if w.owner_id == user]
         sizes = autoscaler_status.parse(self._cluster.read_autoscaler_status()).pool_sizes()
@@ -419,4 +420,3 @@ class Launcher:
             idle_window=self._settings.reaper.idle_window,
         )
         self._chat.ephemeral(channel, user, report)
-        return report

@@ -96,11 +96,6 @@ def too_late(workload: workloads.Workload, verb: str = "extend") -> models.Usage
     )
 
 
-def actor_phrase(workload: workloads.Workload, actor: str) -> str:
-    """Who acted, as a thread says it: "its owner", or "admin U0ADMIN"."""
-    return "its owner" if actor == workload.owner_id else f"admin {actor}"
-
-
 class Leases:
     def __init__(
         self,
@@ -152,23 +147,22 @@ class Leases:
         return name
 
     # -- /gpu release ------------------------------------------------------------------------------
-    def release(self, request: models.ReleaseRequest, actor: str, channel: str) -> list[str]:
-        """Delete the named, only, or all of the actor's workloads, and cancel those still being started;
-        return the names released."""
+    def release(self, request: models.ReleaseRequest, actor: str, channel: str) -> None:
+        """Delete the named, only, or all of the actor's workloads, and cancel those still being started."""
         targets, cancelled = self._release_targets(request, actor, channel)
         for going in [w for w in targets if w.deletion_requested]:  # a second press, or a slow Slack
             self._tell(channel, actor, f"`{going.name}` is being released already.")
         targets = [w for w in targets if not w.deletion_requested]
         allowed = [w for w in targets if self.may_act(w, actor, channel, "release")]
-        released = [w.name for w in allowed if self._delete(w, actor)]
-        if released:
-            names = ", ".join(f"`{name}`" for name in released)
-            stopping = "Its pod is stopping" if len(released) == 1 else "Their pods are stopping"
+        for workload in allowed:
+            self._delete(workload, actor)
+        if allowed:
+            names = ", ".join(f"`{w.name}`" for w in allowed)
+            stopping = "Its pod is stopping" if len(allowed) == 1 else "Their pods are stopping"
             self._tell(channel, actor, f"Released {names}. {stopping}; the thread says when the GPU is back.")
         for name in cancelled:
             what = f"`{name}`" if name else "your run"
             self._tell(channel, actor, f"Released {what} while it was still being started: no pod will run.")
-        return released + cancelled
 
     def _release_targets(
         self, request: models.ReleaseRequest, actor: str, channel: str
@@ -178,15 +172,11 @@ class Leases:
         now = self._clock()
         starting = quota.starting_named(self._ledger.held(now), name=request.name or "", owner=actor, now=now)
         if request.name:
-            cancelled = self._cancel(starting, actor, channel)
-            found = self._cluster.get_workload(self._settings.namespace, request.name)
-            if found is not None:
-                return [found], []
-            if not cancelled:
-                self._tell(
-                    channel, actor, f"There is no gpubot workload `{request.name}`. Try: `/gpu status`"
-                )
-            return [], [request.name] if cancelled else []
+            if self._cancel(starting, actor, channel):  # its pod, if made since, is released as a pod
+                found = self._cluster.get_workload(self._settings.namespace, request.name)
+                return ([found], []) if found is not None else ([], [request.name])
+            found = self.find(request.name, actor, channel)
+            return ([found] if found is not None else []), []
         mine = [w for w in self._cluster.list_workloads(actor) if not w.deletion_requested]
         starting = [r for r in starting if not made_into(r, mine)]
         if not mine and not starting:
@@ -222,7 +212,7 @@ class Leases:
                 cancelled.append(run)
         return cancelled
 
-    def _delete(self, workload: workloads.Workload, actor: str) -> bool:
+    def _delete(self, workload: workloads.Workload, actor: str) -> None:
         entry = podspec.release_audit_entry(actor, owner_id=workload.owner_id, now=self._clock())
         try:
             write_audited(self._cluster, workload, lambda current: Change({}, entry, None))
@@ -232,26 +222,25 @@ class Leases:
             self._cluster.delete_pod(workload.namespace, workload.name, uid=workload.uid)
         launcher.log_audit(entry, workload.key)
         if actor != workload.owner_id:  # the owner hears it: their own release needs no notification
-            text = f"Released by {actor_phrase(workload, actor)}; deleting the pod."
+            text = f"Released by {launcher.actor_phrase(workload.owner_id, actor)}; deleting the pod."
             self._say_in_thread(workload, text, mention=workload.owner_id)
-        return True
 
     # -- /gpu extend -------------------------------------------------------------------------------
-    def extend(self, request: models.ExtendRequest, actor: str, channel: str) -> reaping.Extension | None:
-        """Push the named (or the actor's only live) workload's lease end; None when nothing changed."""
+    def extend(self, request: models.ExtendRequest, actor: str, channel: str) -> None:
+        """Push the named (or the actor's only live) workload's lease end."""
         target = self._extend_target(request, actor, channel)
         if target is None or not self.may_act(target, actor, channel, "extend"):
-            return None
+            return
         now = self._clock()
         written = write_audited(
             self._cluster, target, lambda current: self._extension(current, request.hours, actor, now)
         )
         if written is None:
             self._tell(channel, actor, f"`{target.name}` is gone already; there is no lease to extend.")
-            return None
+            return
         if isinstance(written, models.UsageError):
             self._tell(channel, actor, written.message)
-            return None
+            return
         extension = written.result
         launcher.log_audit(written.entry, target.key)
         self._tell(
@@ -262,10 +251,9 @@ class Leases:
         )
         self._say_in_thread(
             target,
-            f"Extended by {actor_phrase(target, actor)} (+{extension.hours:g}h): "
+            f"Extended by {launcher.actor_phrase(target.owner_id, actor)} (+{extension.hours:g}h): "
             f"the lease now ends {notices.clock_time(extension.lease_end)}.",
         )
-        return extension
 
     def _extension(
         self, workload: workloads.Workload, hours: float | None, actor: str, now: datetime
@@ -318,14 +306,14 @@ class Leases:
         return None
 
     # -- the Keep button ---------------------------------------------------------------------------
-    def keep(self, name: str, actor: str, channel: str, *, asked: bool = False) -> datetime | None:
+    def keep(self, name: str, actor: str, channel: str, *, asked: bool = False) -> None:
         """The owner answers an idle warning: no idle release for one more idle window, or for
         `reaping.ASKED_KEEP` when someone waiting asked for the GPU."""
         found = self.find(name, actor, channel)
         if found is None or not self._still_live(found, actor, channel, verb="keep"):
-            return None
+            return
         if not self.may_act(found, actor, channel, "keep"):
-            return None
+            return
         now = self._clock()
         span = reaping.ASKED_KEEP if asked else self._settings.reaper.idle_window
         until = (now + span).replace(microsecond=0)
@@ -336,16 +324,15 @@ class Leases:
         )
         if kept is None:
             self._tell(channel, actor, f"`{found.name}` is gone already; there is nothing to keep.")
-            return None
+            return
         if isinstance(kept, models.UsageError):
             self._tell(channel, actor, kept.message)
-            return None
+            return
         launcher.log_audit(entry, found.key)
         said = f"no idle release before {notices.clock_time(until)}"
-        self._say_in_thread(found, f"Kept by {actor_phrase(found, actor)}: {said}.")
+        self._say_in_thread(found, f"Kept by {launcher.actor_phrase(found.owner_id, actor)}: {said}.")
         if channel != found.channel:  # pressed in a DM: the thread is elsewhere, so answer here too
             self._tell(channel, actor, f"Kept `{found.name}`: {said}.")
-        return until
 
     # -- shared ------------------------------------------------------------------------------------
     def find(self, name: str, actor: str, channel: str) -> workloads.Workload | None:

@@ -271,7 +271,8 @@ class Reaper:
             self._slack_waits = True
             self._annotate(workload, {CLAIM: ""}, act)  # nothing went out: the next round tries again
             return False
-        marks = {MARKS[act]: self._mark_value(act, workload, now), CLAIM: ""}
+        marked = now if act is Act.IDLE_WARN else workload.lease_end or now  # a reminder's is its lease end
+        marks = {MARKS[act]: podspec.format_time(marked), CLAIM: ""}
         if act is Act.IDLE_WARN:
             marks[EVIDENCE] = notebooks.mark(verdict or notebooks.Verdict(True))
         self._annotate(workload, marks, act)
@@ -304,9 +305,6 @@ class Reaper:
                 return
             self._untold.pop(telling.key, None)
             self._journal.drop(telling)
-
-    def _mark_value(self, act: Act, workload: workloads.Workload, now: datetime) -> str:
-        return podspec.format_time(now if act is Act.IDLE_WARN else workload.lease_end or now)
 
     def _annotate(
         self, workload: workloads.Workload, notes: dict[str, str], act: Act, *, guarded: bool = False

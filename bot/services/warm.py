@@ -155,13 +155,10 @@ class Warmer:
     # -- /gpu warm -------------------------------------------------------------------------------------
     def handle(self, request: models.WarmRequest, actor: str, channel: str) -> None:
         if request.add is None and request.remove is None:
-            self._chat.ephemeral(channel, actor, notices.Ephemeral(self.listing(actor)))
-            return
-        refusal = self._refusal(actor)
-        if refusal:
-            self._chat.ephemeral(channel, actor, notices.Ephemeral(refusal))
-            return
-        if request.add is not None:
+            answer = self.listing(actor)
+        elif refusal := self._refusal(actor):
+            answer = refusal
+        elif request.add is not None:
             answer = self._add(request.add)
         else:
             assert request.remove is not None
