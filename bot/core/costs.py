@@ -14,8 +14,6 @@ class RunCost:
     dollars: float | None
     """None when the profile has no price."""
     held_seconds: float
-    start: datetime | None = None
-    """When it began to hold its GPUs, so its cost can be split by day (`usage.finished_amounts`)."""
 
 
 def run_cost(
@@ -35,7 +33,7 @@ def run_cost(
         return None
     held = (ended - start).total_seconds()
     spent = usage.held_cost(gpus, node_gpus, price_per_node_hour, held)
-    return RunCost(spent.gpu_hours, spent.dollars if price_per_node_hour else None, held, start)
+    return RunCost(spent.gpu_hours, spent.dollars if price_per_node_hour else None, held)
 
 
 def cost_text(cost: RunCost) -> str:

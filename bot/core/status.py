@@ -84,13 +84,17 @@ DELETED_BY_REAPER = {
 }
 
 
+def actor_phrase(owner_id: str, actor: str) -> str:
+    """Who acted on a run, as its thread says it: "its owner", or "admin U0ADMIN"."""
+    return "its owner" if actor == owner_id else f"admin {actor}"
+
+
 def deleted_headline(workload: workloads.Workload) -> str:
     """Who deleted it, from the audit record written before the delete; the GPU is back either way."""
     record = podspec.recorded_delete(workload.audit) or {}
     back = "; its GPU is back in the pool"
     if record.get("action") == "release":
-        by = "its owner" if record.get("actor") == workload.owner_id else f"admin {record.get('actor')}"
-        return f"Released by {by}{back}"
+        return f"Released by {actor_phrase(workload.owner_id, str(record.get('actor')))}{back}"
     if record.get("action") == "reap":
         reason = str(record.get("reason", ""))
         return DELETED_BY_REAPER.get(reason, f"Deleted by gpubot ({reason or 'reaped'})") + back

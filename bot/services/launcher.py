@@ -94,11 +94,6 @@ def held_gpus(owned: list[workloads.Workload]) -> int:
     return sum(w.gpus for w in owned if is_live(w))
 
 
-def actor_phrase(owner_id: str, actor: str) -> str:
-    """Who acted on a run, as its thread says it: "its owner", or "admin U0ADMIN"."""
-    return "its owner" if actor == owner_id else f"admin {actor}"
-
-
 def unreachable_text(why: errors.Why) -> str:
     """A run refused because its channel will not take the bot's thread: why, and how to fix it."""
     if why == "archived":
@@ -298,7 +293,7 @@ class Launcher:
         """Released before its pod was made: the thread (if it has one) and an owner who did not cancel
         it are told that nothing was started."""
         logger.info("run for %s cancelled by %s before its pod was made", owner.user_id, by)
-        who = actor_phrase(owner.user_id, by)
+        who = status.actor_phrase(owner.user_id, by)
         text = f":no_entry_sign: Released by {who} before its pod was made; nothing was started."
         if thread_ts:
             self._chat.update(channel, thread_ts, notices.Reply(text))

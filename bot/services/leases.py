@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Generic, Literal, TypeVar
 
-from bot.core import errors, labels, models, notices, podspec, ports, quota, reaping, workloads
+from bot.core import errors, labels, models, notices, podspec, ports, quota, reaping, status, workloads
 from bot.services import launcher, reservations
 
 logger = logging.getLogger(__name__)
@@ -222,7 +222,7 @@ class Leases:
             self._cluster.delete_pod(workload.namespace, workload.name, uid=workload.uid)
         launcher.log_audit(entry, workload.key)
         if actor != workload.owner_id:  # the owner hears it: their own release needs no notification
-            text = f"Released by {launcher.actor_phrase(workload.owner_id, actor)}; deleting the pod."
+            text = f"Released by {status.actor_phrase(workload.owner_id, actor)}; deleting the pod."
             self._say_in_thread(workload, text, mention=workload.owner_id)
 
     # -- /gpu extend -------------------------------------------------------------------------------
@@ -251,7 +251,7 @@ class Leases:
         )
         self._say_in_thread(
             target,
-            f"Extended by {launcher.actor_phrase(target.owner_id, actor)} (+{extension.hours:g}h): "
+            f"Extended by {status.actor_phrase(target.owner_id, actor)} (+{extension.hours:g}h): "
             f"the lease now ends {notices.clock_time(extension.lease_end)}.",
         )
 
@@ -330,7 +330,7 @@ class Leases:
             return
         launcher.log_audit(entry, found.key)
         said = f"no idle release before {notices.clock_time(until)}"
-        self._say_in_thread(found, f"Kept by {launcher.actor_phrase(found.owner_id, actor)}: {said}.")
+        self._say_in_thread(found, f"Kept by {status.actor_phrase(found.owner_id, actor)}: {said}.")
         if channel != found.channel:  # pressed in a DM: the thread is elsewhere, so answer here too
             self._tell(channel, actor, f"Kept `{found.name}`: {said}.")
 
