@@ -183,7 +183,7 @@ def build(
         chat,
         held=workload_tracker.held_runs,
         names=workload_tracker.names,
-        admins=settings.policy().admins,
+        policy=settings.policy(),
         clock=clock,
     )
     services = Services(

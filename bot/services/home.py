@@ -94,7 +94,7 @@ class AppHome:
         return notices.UsageReport("Your spend", tuple(lines), note=note)
 
     def _everyone(self, user: str, now: datetime) -> notices.UsageReport | None:
-        if not self._spending.is_admin(user):
+        if not self._spending.policy.is_admin(user):
             return None
         return spend.everyone_report(self._spending.reckon(usage.Period.WEEK, now))
 

@@ -35,7 +35,7 @@ class Spending:
         *,
         held: Callable[[], list[usage.Held]],
         names: Callable[[], dict[str, str]],
-        admins: frozenset[str],
+        policy: models.QuotaPolicy,
         clock: Callable[[], datetime],
     ) -> None:
         """`held`: the runs holding GPUs now, as their pods say (the tracker's informer view); `names`:
@@ -44,7 +44,8 @@ class Spending:
         self._chat = chat_port
         self._held = held
         self._names = names
-        self._admins = admins
+        self.policy = policy
+        """Who the admins are: they may see everyone's spend."""
         self._clock = clock
 
     def reckon(self, period: usage.Period, now: datetime) -> Reckoning:
@@ -67,9 +68,6 @@ class Spending:
             spends += usage.read_day(fields)
         return spends
 
-    def is_admin(self, user: str) -> bool:
-        return user in self._admins
-
     # -- /gpu usage ---------------------------------------------------------------------------------
     def handle(self, request: models.UsageRequest, owner: models.Owner, channel: str) -> None:
         self._chat.ephemeral(channel, owner.user_id, self.answer(request, owner))
@@ -78,7 +76,7 @@ class Spending:
         """The asker's own spend; someone else's for an admin; everyone's for an admin naming nobody."""
         me = owner.user_id
         named = request.user_id or self._user_named(request.user_name, owner)
-        if request.named and named != me and not self.is_admin(me):
+        if request.named and named != me and not self.policy.is_admin(me):
             return notices.Ephemeral(
                 "Only admins can see someone else's spend. `/gpu usage` shows yours; nothing was changed."
             )
@@ -88,7 +86,7 @@ class Spending:
                 "(type `@` and pick them from the list) and try again."
             )
         reckoning = self.reckon(usage.Period(request.period), self._clock())
-        if not request.named and self.is_admin(me):
+        if not request.named and self.policy.is_admin(me):
             return everyone_report(reckoning)
         return one_report(reckoning, named or me, yours=(named or me) == me)
 
