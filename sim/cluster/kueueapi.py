@@ -47,24 +47,25 @@ SOURCES = {
 (apis/kueue/v1beta1/constants.go)."""
 
 
+RENAMED: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "workloads": (("status", "accumulatedPastExexcutionTimeSeconds", "accumulatedPastExecutionTimeSeconds"),),
+    "clusterqueues": (("spec", "cohort", "cohortName"),),
+    "localqueues": (("status", "flavorUsage", "flavorsUsage"),),
+}
+"""Fields v1beta2 renamed, per kind: (section, v1beta1 name, v1beta2 name)."""
+
+
 def to_storage(res: Resource, obj: Obj) -> Obj:
     """A v1beta1 body as the v1beta2 object it converts to."""
     if res.version != DEPRECATED_VERSION:
         return obj
-    out = copy.deepcopy(obj)
-    out["apiVersion"] = f"{GROUP}/{STORAGE_VERSION}"
-    spec, status = out.get("spec") or {}, out.get("status") or {}
+    out = _renamed(res, obj, STORAGE_VERSION)
+    spec = out.get("spec") or {}
     if res.plural == "workloads":
         source, name = spec.pop("priorityClassSource", ""), spec.pop("priorityClassName", "")
         if source in SOURCES and name:
             group, kind = SOURCES[source]
             spec["priorityClassRef"] = {"group": group, "kind": kind, "name": name}
-        if "accumulatedPastExexcutionTimeSeconds" in status:
-            status["accumulatedPastExecutionTimeSeconds"] = status.pop("accumulatedPastExexcutionTimeSeconds")
-    elif res.plural == "clusterqueues" and "cohort" in spec:
-        spec["cohortName"] = spec.pop("cohort")
-    elif res.plural == "localqueues" and "flavorUsage" in status:
-        status["flavorsUsage"] = status.pop("flavorUsage")
     return out
 
 
@@ -72,20 +73,25 @@ def from_storage(res: Resource, obj: Obj) -> Obj:
     """The stored v1beta2 object as `res`'s version shows it."""
     if res.version != DEPRECATED_VERSION:
         return obj
-    out = copy.deepcopy(obj)
-    out["apiVersion"] = f"{GROUP}/{DEPRECATED_VERSION}"
-    spec, status = out.get("spec") or {}, out.get("status") or {}
+    out = _renamed(res, obj, DEPRECATED_VERSION)
+    spec = out.get("spec") or {}
     if res.plural == "workloads":
         ref = spec.pop("priorityClassRef", None)
         for source, (group, kind) in SOURCES.items():
             if ref and (ref.get("group"), ref.get("kind")) == (group, kind):
                 spec["priorityClassSource"], spec["priorityClassName"] = source, ref.get("name", "")
-        if "accumulatedPastExecutionTimeSeconds" in status:
-            status["accumulatedPastExexcutionTimeSeconds"] = status.pop("accumulatedPastExecutionTimeSeconds")
-    elif res.plural == "clusterqueues" and "cohortName" in spec:
-        spec["cohort"] = spec.pop("cohortName")
-    elif res.plural == "localqueues" and "flavorsUsage" in status:
-        status["flavorUsage"] = status.pop("flavorsUsage")
+    return out
+
+
+def _renamed(res: Resource, obj: Obj, version: str) -> Obj:
+    """A copy of `obj` at `version`, with the kind's renamed fields under that version's names."""
+    out = copy.deepcopy(obj)
+    out["apiVersion"] = f"{GROUP}/{version}"
+    for section, old, new in RENAMED.get(res.plural, ()):
+        fields = out.get(section) or {}
+        was, now = (old, new) if version == STORAGE_VERSION else (new, old)
+        if was in fields:
+            fields[now] = fields.pop(was)
     return out
 
 

@@ -316,6 +316,10 @@ def test_v1beta1_is_served_converted_and_deprecated(
     }
     custom.create_cluster_custom_object(GROUP, V1, "clusterqueues", body)
     assert custom.get_cluster_custom_object(GROUP, V2, "clusterqueues", "old")["spec"]["cohortName"] == "team"
+    assert custom.get_cluster_custom_object(GROUP, V1, "clusterqueues", "old")["spec"] == {
+        "cohort": "team",
+        "resourceGroups": [],
+    }
 
 
 def test_kubectl_reads_workloads_and_queues(
